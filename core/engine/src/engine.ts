@@ -1,0 +1,66 @@
+import { availableParallelism } from 'node:os';
+import {
+  type CompressOptions,
+  type CompressOptionsInput,
+  type ImageInspection,
+  parseCompressOptions,
+} from '@compresso/schema';
+import sharp from 'sharp';
+import { inspectImage } from './inspect.ts';
+import { DEFAULT_LIMITS, type EngineLimits } from './limits.ts';
+import { type AutoEncoder, type OptimizeOutput, optimizeImage } from './optimize.ts';
+import { Semaphore } from './semaphore.ts';
+
+export interface EngineConfig {
+  limits?: Partial<EngineLimits>;
+  /**
+   * Images processed at once. Throughput comes from about one image in flight per core, not from
+   * more libvips threads per image; the rest wait their turn, which keeps memory flat under bursts.
+   * Default: the number of cores.
+   */
+  concurrency?: number;
+  /**
+   * libvips worker threads per image (sharp.concurrency, process-wide). Default: left to sharp
+   * (1 on glibc without jemalloc unless MALLOC_ARENA_MAX is set, else one per core).
+   */
+  threadsPerImage?: number;
+  /** Strategy for quality "auto". */
+  auto?: AutoEncoder;
+}
+
+export interface EngineStats {
+  active: number;
+  waiting: number;
+  concurrency: number;
+}
+
+export interface Engine {
+  readonly limits: EngineLimits;
+  /** Compress one image. Options are validated here too, so raw input from anywhere is safe. */
+  optimize(input: Uint8Array, options?: CompressOptionsInput | CompressOptions): Promise<OptimizeOutput>;
+  inspect(input: Uint8Array): Promise<ImageInspection>;
+  stats(): EngineStats;
+}
+
+export function createEngine(config: EngineConfig = {}): Engine {
+  const limits: EngineLimits = { ...DEFAULT_LIMITS, ...config.limits };
+  const gate = new Semaphore(config.concurrency ?? availableParallelism());
+  if (config.threadsPerImage !== undefined) sharp.concurrency(config.threadsPerImage);
+  // libvips keeps recently used operations; files: 0 because inputs are buffers, and an fd cache
+  // only holds descriptors open.
+  sharp.cache({ memory: 64, files: 0, items: 100 });
+  const context = { limits, ...(config.auto ? { auto: config.auto } : {}) };
+  return {
+    limits,
+    optimize(input, options) {
+      const parsed = parseCompressOptions(options ?? {});
+      return gate.run(() => optimizeImage(input, parsed, context));
+    },
+    inspect(input) {
+      return gate.run(() => inspectImage(input, limits));
+    },
+    stats() {
+      return { active: gate.active, waiting: gate.waiting, concurrency: gate.limit };
+    },
+  };
+}

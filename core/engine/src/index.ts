@@ -1,0 +1,9 @@
+export { type Detected, detectFormat } from './detect.ts';
+export { AVIF_EFFORT, applyEncoder, type EncodeSettings, WEBP_EFFORT } from './encode.ts';
+export { createEngine, type Engine, type EngineConfig, type EngineStats } from './engine.ts';
+export { exifHasGps } from './exif.ts';
+export { DEFAULT_LIMITS, type EngineLimits } from './limits.ts';
+export { type AutoEncoder, type OptimizeOutput, PNG_TO_JPEG_MIN_SAVING, prepare } from './optimize.ts';
+export { encoderQuality } from './quality.ts';
+export { Semaphore } from './semaphore.ts';
+export { openSource, type Source } from './source.ts';

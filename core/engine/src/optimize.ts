@@ -1,0 +1,199 @@
+import {
+  type CompressOptions,
+  defaultOutputFormat,
+  type InfoResult,
+  type OutputFormat,
+} from '@compresso/schema';
+import type { Sharp } from 'sharp';
+import { applyEncoder, type EncodeSettings } from './encode.ts';
+import type { EngineLimits } from './limits.ts';
+import { fromSharpError } from './sharp-errors.ts';
+import { openSource, type Source } from './source.ts';
+
+/**
+ * Smart PNG→JPEG converts an opaque PNG only when the JPEG is at least this much smaller than the
+ * best PNG: below that, the lossless PNG (or a faithful palette) is worth its few extra bytes.
+ */
+export const PNG_TO_JPEG_MIN_SAVING = 0.2;
+
+export interface OptimizeOutput {
+  data: Buffer;
+  info: InfoResult;
+}
+
+interface Encoded {
+  data: Buffer;
+  width: number;
+  height: number;
+  format: OutputFormat;
+  quality: number;
+}
+
+/** Formats that can carry every frame of an animation; the others get the first frame. */
+const ANIMATED_FORMATS = new Set<OutputFormat>(['gif', 'webp']);
+
+/** Orientation, resize and metadata: everything before the encoder, shared by every encode. */
+export function prepare(source: Source, options: CompressOptions, format: OutputFormat): Sharp {
+  const firstFrameOnly = source.frames > 1 && !ANIMATED_FORMATS.has(format);
+  let p = source.pipeline({ firstFrameOnly }).autoOrient();
+  if (options.max_dimension !== undefined) {
+    p = p.resize({
+      width: options.max_dimension,
+      height: options.max_dimension,
+      fit: 'inside',
+      withoutEnlargement: true,
+    });
+  }
+  // Without keepMetadata sharp writes no EXIF/XMP/IPTC and converts the pixels to sRGB through the
+  // embedded ICC profile, so colours stay right with the profile gone.
+  if (!options.strip_exif) p = p.keepMetadata();
+  return p;
+}
+
+async function encode(source: Source, options: CompressOptions, settings: EncodeSettings): Promise<Encoded> {
+  try {
+    const { data, info } = await applyEncoder(prepare(source, options, settings.format), settings).toBuffer({
+      resolveWithObject: true,
+    });
+    const frames = settings.format === 'gif' || settings.format === 'webp' ? Math.max(1, info.pages ?? 1) : 1;
+    return {
+      data,
+      width: info.width,
+      height: frames > 1 ? (info.pageHeight ?? Math.round(info.height / frames)) : info.height,
+      format: settings.format,
+      quality: settings.quality,
+    };
+  } catch (error) {
+    fromSharpError(error);
+  }
+}
+
+/** PNG: a palette when it looks the same, otherwise lossless; the smaller of the two that qualify. */
+async function encodePng(source: Source, options: CompressOptions, quality: number): Promise<Encoded> {
+  const [palette, lossless] = await Promise.all([
+    encode(source, options, { format: 'png', quality }),
+    quality >= 100 ? undefined : encode(source, options, { format: 'png', quality, lossless: true }),
+  ]);
+  if (!lossless) return palette;
+  return palette.data.length <= lossless.data.length ? palette : lossless;
+}
+
+async function encodeAt(source: Source, options: CompressOptions, format: OutputFormat, quality: number) {
+  return format === 'png'
+    ? encodePng(source, options, quality)
+    : encode(source, options, { format, quality });
+}
+
+export type AutoEncoder = (
+  source: Source,
+  options: CompressOptions,
+  format: OutputFormat,
+  encodeAtQuality: (quality: number) => Promise<Encoded>,
+) => Promise<{ encoded: Encoded; score?: number }>;
+
+export interface OptimizeContext {
+  limits: EngineLimits;
+  auto?: AutoEncoder;
+}
+
+function round1(n: number): number {
+  return Math.round(n * 10) / 10;
+}
+
+/**
+ * Optimize one image: open (with every limit checked first), orient, resize, encode at the mapped
+ * quality (or search for it), and never hand back something larger than what came in when nothing
+ * but a re-encode was asked for.
+ */
+export async function optimizeImage(
+  bytes: Uint8Array,
+  options: CompressOptions,
+  context: OptimizeContext,
+): Promise<OptimizeOutput> {
+  const source = await openSource(bytes, context.limits);
+  const inputFormat = source.format;
+  let format: OutputFormat = options.output_format ?? defaultOutputFormat(inputFormat);
+
+  let score: number | undefined;
+  let encoded: Encoded;
+  const encodeAtQuality = (q: number) => encodeAt(source, options, format, q);
+  const run = async (): Promise<Encoded> => {
+    if (options.quality === 'auto') {
+      if (!context.auto) throw new Error('auto quality needs an AutoEncoder in the engine context');
+      const found = await context.auto(source, options, format, encodeAtQuality);
+      score = found.score;
+      return found.encoded;
+    }
+    return encodeAtQuality(options.quality);
+  };
+  encoded = await run();
+
+  if (options.png_to_jpeg && !options.output_format && inputFormat === 'png' && format === 'png') {
+    const opaque = !source.hasAlpha || (await hasOnlyOpaquePixels(source));
+    if (opaque) {
+      const pngResult = { encoded, score };
+      format = 'jpeg';
+      const jpeg = await run();
+      if (jpeg.data.length <= encoded.data.length * (1 - PNG_TO_JPEG_MIN_SAVING)) encoded = jpeg;
+      else {
+        format = 'png';
+        encoded = pngResult.encoded;
+        score = pngResult.score;
+      }
+    }
+  }
+
+  const autoQuality = options.quality === 'auto';
+  const reencodeOnly =
+    encoded.format === inputFormat && encoded.width === source.width && encoded.height === source.height;
+  if (reencodeOnly && encoded.data.length >= bytes.length) {
+    return {
+      data: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+      info: {
+        input_size: bytes.length,
+        output_size: bytes.length,
+        savings_percent: 0,
+        input_format: inputFormat,
+        output_format: encoded.format,
+        input_width: source.width,
+        input_height: source.height,
+        width: source.width,
+        height: source.height,
+        quality: encoded.quality,
+        auto_quality: autoQuality,
+        optimized: false,
+        metadata_stripped: false,
+        frames: source.frames,
+      },
+    };
+  }
+
+  const info: InfoResult = {
+    input_size: bytes.length,
+    output_size: encoded.data.length,
+    savings_percent: round1((1 - encoded.data.length / bytes.length) * 100),
+    input_format: inputFormat,
+    output_format: encoded.format,
+    input_width: source.width,
+    input_height: source.height,
+    width: encoded.width,
+    height: encoded.height,
+    quality: encoded.quality,
+    auto_quality: autoQuality,
+    optimized: true,
+    metadata_stripped: options.strip_exif,
+    frames: ANIMATED_FORMATS.has(encoded.format) ? source.frames : 1,
+  };
+  if (score !== undefined) info.score = round1(score);
+  return { data: encoded.data, info };
+}
+
+/** An alpha channel that is 255 everywhere is no transparency at all (common in exported PNGs). */
+async function hasOnlyOpaquePixels(source: Source): Promise<boolean> {
+  try {
+    const stats = await source.pipeline({ firstFrameOnly: true }).stats();
+    return stats.isOpaque;
+  } catch (error) {
+    fromSharpError(error);
+  }
+}

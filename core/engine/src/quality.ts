@@ -1,0 +1,54 @@
+import type { OutputFormat } from '@compresso/schema';
+
+/**
+ * Compresso's one quality scale. A quality Q means "the visual quality mozjpeg reaches at Q"; the
+ * other encoders are mapped onto it so that the same Q gives the same perceptual score
+ * (SSIMULACRA2) in every format. The tables are measured on the photo corpus — see
+ * test/bench/calibrate.ts and the engine README — and interpolated linearly between points.
+ *
+ * PROVISIONAL: the points below are the field-notes estimates; calibrate.ts replaces them.
+ */
+type Curve = readonly (readonly [q: number, encoderQuality: number])[];
+
+const WEBP: Curve = [
+  [1, 1],
+  [50, 56],
+  [75, 80],
+  [80, 86],
+  [90, 94],
+  [100, 100],
+];
+const AVIF: Curve = [
+  [1, 1],
+  [50, 32],
+  [75, 55],
+  [80, 60],
+  [90, 74],
+  [100, 100],
+];
+
+function interpolate(curve: Curve, q: number): number {
+  const first = curve[0]!;
+  if (q <= first[0]) return first[1];
+  for (let i = 1; i < curve.length; i++) {
+    const [q1, e1] = curve[i]!;
+    const [q0, e0] = curve[i - 1]!;
+    if (q <= q1) return Math.round(e0 + ((e1 - e0) * (q - q0)) / (q1 - q0));
+  }
+  return curve[curve.length - 1]![1];
+}
+
+/** The encoder's own quality for Compresso quality `q` (1–100). PNG and GIF map to palette quality. */
+export function encoderQuality(format: OutputFormat, q: number): number {
+  switch (format) {
+    case 'jpeg':
+      return q;
+    case 'webp':
+      return interpolate(WEBP, q);
+    case 'avif':
+      return interpolate(AVIF, q);
+    case 'png':
+    case 'gif':
+      return q;
+  }
+}

@@ -1,0 +1,129 @@
+import { CompressoError, type InputFormat } from '@compresso/schema';
+import sharp, { type Metadata, type Sharp } from 'sharp';
+import { type Detected, detectFormat } from './detect.ts';
+import { decodeHeic, type RawImage } from './heic.ts';
+import type { EngineLimits } from './limits.ts';
+import { fromSharpError } from './sharp-errors.ts';
+
+/** An input that passed every check that can be made before decoding, ready to build pipelines from. */
+export interface Source {
+  bytes: Uint8Array;
+  format: InputFormat;
+  /** Displayed size of one frame (EXIF orientation applied). */
+  width: number;
+  height: number;
+  frames: number;
+  hasAlpha: boolean;
+  orientation: number;
+  /** sharp's header metadata; absent for HEVC HEIC, which sharp cannot parse. */
+  metadata?: Metadata;
+  /** A new sharp pipeline over the whole input (every frame when animated), limits applied. */
+  pipeline(options?: { firstFrameOnly?: boolean }): Sharp;
+}
+
+export function checkSize(bytes: Uint8Array, limits: EngineLimits): void {
+  if (bytes.length === 0) throw new CompressoError('EMPTY_FILE', 'file: the file is empty (0 bytes).');
+  if (bytes.length > limits.maxInputBytes) {
+    throw new CompressoError(
+      'FILE_TOO_LARGE',
+      `file: ${bytes.length.toLocaleString('en')} bytes is over the limit of ${limits.maxInputBytes.toLocaleString('en')} bytes.`,
+      { details: { size: bytes.length, limit: limits.maxInputBytes } },
+    );
+  }
+}
+
+function checkPixels(width: number, height: number, frames: number, limits: EngineLimits): void {
+  if (width * height > limits.maxPixels) {
+    throw new CompressoError(
+      'IMAGE_TOO_LARGE',
+      `file: the image is ${width}×${height} pixels; this server accepts at most ${limits.maxPixels.toLocaleString('en')} pixels per frame.`,
+      { details: { width, height, limit: limits.maxPixels } },
+    );
+  }
+  if (frames > limits.maxFrames) {
+    throw new CompressoError(
+      'TOO_MANY_FRAMES',
+      `file: the animation has ${frames} frames; this server accepts at most ${limits.maxFrames}.`,
+      { details: { frames, limit: limits.maxFrames } },
+    );
+  }
+  if (width * height * frames > limits.maxTotalPixels) {
+    throw new CompressoError(
+      'IMAGE_TOO_LARGE',
+      `file: the animation has ${(width * height * frames).toLocaleString('en')} pixels over all frames; this server accepts at most ${limits.maxTotalPixels.toLocaleString('en')}.`,
+      { details: { width, height, frames, limit: limits.maxTotalPixels } },
+    );
+  }
+}
+
+function isOpaque(raw: RawImage): boolean {
+  const { data } = raw;
+  for (let i = 3; i < data.length; i += 4) if (data[i] !== 255) return false;
+  return true;
+}
+
+async function openHeic(bytes: Uint8Array, detected: Detected, limits: EngineLimits): Promise<Source> {
+  const raw = await decodeHeic(bytes, limits);
+  checkPixels(raw.width, raw.height, 1, limits);
+  const opaque = isOpaque(raw);
+  return {
+    bytes,
+    format: detected.format,
+    width: raw.width,
+    height: raw.height,
+    frames: 1,
+    hasAlpha: !opaque,
+    orientation: 1,
+    pipeline() {
+      const p = sharp(raw.data, {
+        raw: { width: raw.width, height: raw.height, channels: raw.channels },
+        limitInputPixels: limits.maxPixels,
+      }).timeout({ seconds: limits.timeoutSeconds });
+      return opaque ? p.removeAlpha() : p;
+    },
+  };
+}
+
+/**
+ * Check and open an input: size, real format (from the bytes), then the header's dimensions and frame
+ * count against the limits — all before a single pixel is decoded.
+ */
+export async function openSource(bytes: Uint8Array, limits: EngineLimits): Promise<Source> {
+  checkSize(bytes, limits);
+  const detected = detectFormat(bytes);
+  if (detected.hevc) return openHeic(bytes, detected, limits);
+
+  let metadata: Metadata;
+  try {
+    metadata = await sharp(bytes, { limitInputPixels: false }).metadata();
+  } catch (error) {
+    fromSharpError(error);
+  }
+  const frames = Math.max(1, metadata.pages ?? 1);
+  const frameHeight = frames > 1 ? (metadata.pageHeight ?? metadata.height) : metadata.height;
+  const rawWidth = metadata.width;
+  if (!rawWidth || !frameHeight)
+    throw new CompressoError('CORRUPT_IMAGE', 'file: the image header has no dimensions.');
+  checkPixels(rawWidth, frameHeight, frames, limits);
+  const orientation = metadata.orientation ?? 1;
+  const swap = orientation >= 5 && orientation <= 8;
+  return {
+    bytes,
+    format: detected.format,
+    width: swap ? frameHeight : rawWidth,
+    height: swap ? rawWidth : frameHeight,
+    frames,
+    hasAlpha: metadata.hasAlpha ?? false,
+    orientation,
+    metadata,
+    pipeline(options = {}) {
+      const animated = frames > 1 && !options.firstFrameOnly;
+      return sharp(bytes, {
+        limitInputPixels: limits.maxPixels,
+        animated,
+        failOn: 'warning',
+        sequentialRead: true,
+      }).timeout({ seconds: limits.timeoutSeconds });
+    },
+  };
+}
