@@ -1,68 +1,147 @@
-import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
 import { CompressoError } from '@compresso/schema';
+import { Piscina } from 'piscina';
+import { CODE_SEPARATOR, type HeicDecoded, type HeicTask } from './heic-worker.ts';
 import type { EngineLimits } from './limits.ts';
 
-export interface RawImage {
-  width: number;
-  height: number;
-  channels: 4;
-  data: Uint8Array;
+export type { HeicDecoded };
+
+/**
+ * HEIC decodes at once. Each 12 MP decode holds up to ~580 MB and keeps one core busy for ~1.6 s
+ * (field notes), so on small machines one at a time; more only queue behind the same cores and
+ * multiply peak memory. Tasks beyond this wait in piscina's queue.
+ */
+export const HEIC_CONCURRENCY = Math.max(1, Math.min(2, Math.floor(availableParallelism() / 2)));
+
+/** A worker idle this long exits, handing back the WebAssembly heap (hundreds of MB after a decode). */
+const IDLE_TIMEOUT_MS = 15_000;
+
+let pool: Piscina<HeicTask, HeicDecoded> | undefined;
+
+/**
+ * The pool is created on the first HEIC, not at import: most processes never see one, and the worker
+ * loads a multi-megabyte WebAssembly module. minThreads 0 so an idle pool holds no thread and never
+ * keeps the process alive.
+ */
+function heicPool(): Piscina<HeicTask, HeicDecoded> {
+  pool ??= new Piscina<HeicTask, HeicDecoded>({
+    filename: new URL('./heic-worker.ts', import.meta.url).href,
+    minThreads: 0,
+    maxThreads: HEIC_CONCURRENCY,
+    idleTimeout: IDLE_TIMEOUT_MS,
+    // The whole file is read into the worker's heap; JS heap stays small, the WASM heap is separate.
+    concurrentTasksPerWorker: 1,
+  });
+  return pool;
 }
 
-interface HeicImage {
-  width: number;
-  height: number;
-  decode(): Promise<{ width: number; height: number; data: Uint8ClampedArray }>;
+/** Stop the HEIC workers (tests, graceful shutdown). A later HEIC creates a new pool. */
+export async function closeHeicDecoder(): Promise<void> {
+  const current = pool;
+  pool = undefined;
+  if (current) await current.destroy();
 }
-type HeicAll = ((input: { buffer: Uint8Array }) => Promise<HeicImage[] & { dispose(): void }>) & {};
 
-let decoder: HeicAll | undefined;
+let inFlight = 0;
 
-/** heic-decode (libheif + libde265 compiled to WebAssembly) is large: load it on the first HEIC only. */
-function loadDecoder(): HeicAll {
-  if (!decoder) {
-    const require = createRequire(import.meta.url);
-    decoder = (require('heic-decode') as { all: HeicAll }).all;
+/** HEIC decodes running and waiting for a worker (all zero before the first HEIC). */
+export function heicDecoderStats(): { running: number; waiting: number; threads: number } {
+  const waiting = pool?.queueSize ?? 0;
+  return { running: inFlight - waiting, waiting, threads: pool?.threads.length ?? 0 };
+}
+
+function readUint32(bytes: Uint8Array, offset: number): number {
+  return (
+    ((bytes[offset]! << 24) | (bytes[offset + 1]! << 16) | (bytes[offset + 2]! << 8) | bytes[offset + 3]!) >>>
+    0
+  );
+}
+
+/** Walk ISO-BMFF boxes in [start, end), calling `visit(type, bodyStart, boxEnd)` for each. */
+function eachBox(
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+  visit: (type: string, body: number, boxEnd: number) => void,
+): void {
+  let at = start;
+  while (at + 8 <= end) {
+    let size = readUint32(bytes, at);
+    const type = String.fromCharCode(bytes[at + 4]!, bytes[at + 5]!, bytes[at + 6]!, bytes[at + 7]!);
+    let body = at + 8;
+    if (size === 1) {
+      if (at + 16 > end) return;
+      // 64-bit size: a HEIC header box never needs more than 32 bits, so a high word means garbage.
+      if (readUint32(bytes, at + 8) !== 0) return;
+      size = readUint32(bytes, at + 12);
+      body = at + 16;
+    } else if (size === 0) size = end - at;
+    if (size < body - at || at + size > end) return;
+    visit(type, body, at + size);
+    at += size;
   }
-  return decoder;
 }
 
 /**
- * Decode the primary image of an HEVC-coded HEIF (iPhone photo) into RGBA pixels. libheif applies the
- * file's rotation and mirror boxes itself, so the pixels come out upright. The dimensions are checked
- * against the pixel limit before any pixel is decoded.
+ * The largest image size declared in the file's `ispe` (image spatial extent) properties, read from
+ * the container without decoding anything. The primary image of a grid (iPhone photos are 512-px
+ * tiles) declares the full size, so the largest one is the size that would be decoded.
  */
-export async function decodeHeic(bytes: Uint8Array, limits: EngineLimits): Promise<RawImage> {
-  let images: Awaited<ReturnType<HeicAll>>;
-  try {
-    images = await loadDecoder()({ buffer: bytes });
-  } catch (error) {
-    throw new CompressoError('CORRUPT_IMAGE', 'file: the HEIC/HEIF image could not be read.', {
-      cause: error,
+export function heicDimensions(bytes: Uint8Array): { width: number; height: number } | undefined {
+  let best: { width: number; height: number } | undefined;
+  eachBox(bytes, 0, bytes.length, (type, body, end) => {
+    if (type !== 'meta') return;
+    // meta is a full box: 4 bytes of version and flags before its children.
+    eachBox(bytes, body + 4, end, (t2, b2, e2) => {
+      if (t2 !== 'iprp') return;
+      eachBox(bytes, b2, e2, (t3, b3, e3) => {
+        if (t3 !== 'ipco') return;
+        eachBox(bytes, b3, e3, (t4, b4, e4) => {
+          if (t4 !== 'ispe' || b4 + 12 > e4) return;
+          const width = readUint32(bytes, b4 + 4);
+          const height = readUint32(bytes, b4 + 8);
+          if (!best || width * height > best.width * best.height) best = { width, height };
+        });
+      });
     });
+  });
+  return best;
+}
+
+function tooLarge(width: number, height: number, limits: EngineLimits): CompressoError {
+  return new CompressoError(
+    'IMAGE_TOO_LARGE',
+    `file: the image is ${width}×${height} pixels; this server accepts at most ${limits.maxPixels.toLocaleString('en')} pixels per frame.`,
+    { details: { width, height, limit: limits.maxPixels } },
+  );
+}
+
+/**
+ * Decode the primary image of an HEVC-coded HEIF (iPhone photo) into RGBA pixels, in a worker thread
+ * so the event loop keeps serving. libheif applies the file's rotation and mirror boxes itself, so the
+ * pixels come out upright. The declared size is checked against the pixel limit before the file is
+ * handed to the decoder, and again by the worker against what libheif reports.
+ */
+export async function decodeHeic(bytes: Uint8Array, limits: EngineLimits): Promise<HeicDecoded> {
+  const declared = heicDimensions(bytes);
+  if (!declared || declared.width === 0 || declared.height === 0) {
+    throw new CompressoError('CORRUPT_IMAGE', 'file: the HEIC/HEIF file declares no image size.');
   }
+  if (declared.width * declared.height > limits.maxPixels)
+    throw tooLarge(declared.width, declared.height, limits);
+  inFlight++;
   try {
-    const primary = images[0];
-    if (!primary) throw new CompressoError('CORRUPT_IMAGE', 'file: the HEIC/HEIF file holds no image.');
-    if (primary.width * primary.height > limits.maxPixels) {
-      throw new CompressoError(
-        'IMAGE_TOO_LARGE',
-        `file: the image is ${primary.width}×${primary.height} pixels; this server accepts at most ${limits.maxPixels.toLocaleString('en')} pixels.`,
-      );
-    }
-    const { width, height, data } = await primary.decode();
-    return {
-      width,
-      height,
-      channels: 4,
-      data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
-    };
+    return await heicPool().run({ bytes, maxPixels: limits.maxPixels });
   } catch (error) {
-    if (error instanceof CompressoError) throw error;
-    throw new CompressoError('CORRUPT_IMAGE', 'file: the HEIC/HEIF image could not be decoded.', {
+    const message = error instanceof Error ? error.message : String(error);
+    const at = message.indexOf(CODE_SEPARATOR);
+    if (at < 0) throw error;
+    const code = message.slice(0, at);
+    if (code === 'IMAGE_TOO_LARGE') throw tooLarge(declared.width, declared.height, limits);
+    throw new CompressoError('CORRUPT_IMAGE', `file: ${message.slice(at + CODE_SEPARATOR.length)}.`, {
       cause: error,
     });
   } finally {
-    images.dispose();
+    inFlight--;
   }
 }

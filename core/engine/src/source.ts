@@ -1,7 +1,7 @@
 import { CompressoError, type InputFormat } from '@compresso/schema';
 import sharp, { type Metadata, type Sharp } from 'sharp';
 import { type Detected, detectFormat } from './detect.ts';
-import { decodeHeic, type RawImage } from './heic.ts';
+import { decodeHeic } from './heic.ts';
 import type { EngineLimits } from './limits.ts';
 import { fromSharpError } from './sharp-errors.ts';
 
@@ -56,30 +56,25 @@ function checkPixels(width: number, height: number, frames: number, limits: Engi
   }
 }
 
-function isOpaque(raw: RawImage): boolean {
-  const { data } = raw;
-  for (let i = 3; i < data.length; i += 4) if (data[i] !== 255) return false;
-  return true;
-}
-
 async function openHeic(bytes: Uint8Array, detected: Detected, limits: EngineLimits): Promise<Source> {
+  // decodeHeic checks the declared size against maxPixels before decoding, off the main thread.
   const raw = await decodeHeic(bytes, limits);
   checkPixels(raw.width, raw.height, 1, limits);
-  const opaque = isOpaque(raw);
   return {
     bytes,
     format: detected.format,
     width: raw.width,
     height: raw.height,
     frames: 1,
-    hasAlpha: !opaque,
+    hasAlpha: raw.hasAlpha,
     orientation: 1,
     pipeline() {
       const p = sharp(raw.data, {
-        raw: { width: raw.width, height: raw.height, channels: raw.channels },
+        raw: { width: raw.width, height: raw.height, channels: 4 },
         limitInputPixels: limits.maxPixels,
       }).timeout({ seconds: limits.timeoutSeconds });
-      return opaque ? p.removeAlpha() : p;
+      // Phone photos carry an alpha channel that is opaque everywhere; JPEG output must not see one.
+      return raw.hasAlpha ? p : p.removeAlpha();
     },
   };
 }

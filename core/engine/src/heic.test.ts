@@ -1,0 +1,92 @@
+import { CompressoError } from '@compresso/schema';
+import sharp from 'sharp';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createEngine } from './engine.ts';
+import { closeHeicDecoder, decodeHeic, heicDecoderStats, heicDimensions } from './heic.ts';
+import { DEFAULT_LIMITS } from './limits.ts';
+import { corpus } from './test-support/corpus.ts';
+
+const dune = corpus('photo-heic-mate-Dune.heic');
+const rocket = corpus('photo-heic-rocket.heic');
+const engine = createEngine({ concurrency: 2 });
+
+afterAll(() => closeHeicDecoder());
+
+describe('HEIC input', () => {
+  it('reads the declared size from the container without decoding', () => {
+    expect(heicDimensions(dune)).toEqual({ width: 1680, height: 1050 });
+    expect(heicDimensions(rocket)).toEqual({ width: 640, height: 428 });
+  });
+
+  it('compresses to JPEG by default, and the result decodes', async () => {
+    const { data, info } = await engine.optimize(dune);
+    expect(info).toMatchObject({ input_format: 'heif', output_format: 'jpeg', width: 1680, height: 1050 });
+    const meta = await sharp(data).metadata();
+    expect(meta).toMatchObject({ format: 'jpeg', width: 1680, height: 1050, channels: 3 });
+    // The photo is a blue sky over sand: the top must stay blue after the trip through the worker.
+    const { data: px } = await sharp(data)
+      .extract({ left: 10, top: 10, width: 1, height: 1 })
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    expect(px[2]!).toBeGreaterThan(px[0]! + 40);
+  });
+
+  it('compresses to WebP and AVIF', async () => {
+    for (const output_format of ['webp', 'avif'] as const) {
+      const { data, info } = await engine.optimize(rocket, { output_format, max_dimension: 320 });
+      expect(info.output_format).toBe(output_format);
+      const meta = await sharp(data).metadata();
+      expect(meta.format).toBe(output_format === 'avif' ? 'heif' : 'webp');
+      expect(Math.max(meta.width, meta.height)).toBe(320);
+      expect(meta.hasAlpha).toBe(false);
+    }
+  });
+
+  it('inspects without alpha and upright', async () => {
+    const inspection = await engine.inspect(rocket);
+    expect(inspection).toMatchObject({
+      format: 'heif',
+      width: 640,
+      height: 427,
+      has_alpha: false,
+      orientation: 1,
+    });
+  });
+
+  it('refuses a HEIC whose declared size is over the pixel limit before decoding', async () => {
+    const started = performance.now();
+    const error = await decodeHeic(dune, { ...DEFAULT_LIMITS, maxPixels: 1_000_000 }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(CompressoError);
+    expect((error as CompressoError).code).toBe('IMAGE_TOO_LARGE');
+    expect((error as CompressoError).message).toContain('1680×1050');
+    expect(performance.now() - started).toBeLessThan(50);
+  });
+
+  it('calls a truncated HEIC corrupt', async () => {
+    const broken = dune.subarray(0, dune.length >> 1);
+    const error = await engine.optimize(broken).catch((e: unknown) => e);
+    expect((error as CompressoError).code).toBe('CORRUPT_IMAGE');
+  });
+
+  it('decodes in a worker: the event loop keeps ticking and decodes queue behind the limit', async () => {
+    let worstLag = 0;
+    let last = performance.now();
+    const timer = setInterval(() => {
+      const now = performance.now();
+      worstLag = Math.max(worstLag, now - last - 5);
+      last = now;
+    }, 5);
+    const jobs = [0, 1, 2, 3].map(() => decodeHeic(dune, DEFAULT_LIMITS));
+    await new Promise((r) => setImmediate(r));
+    const during = heicDecoderStats();
+    const results = await Promise.all(jobs);
+    clearInterval(timer);
+    expect(results.every((r) => r.width === 1680 && r.height === 1050 && !r.hasAlpha)).toBe(true);
+    expect(during.running + during.waiting).toBe(4);
+    expect(during.threads).toBeLessThanOrEqual(2);
+    // Four decodes on the main thread would stall it for their whole duration (~0.5 s here).
+    expect(worstLag).toBeLessThan(100);
+  });
+});
