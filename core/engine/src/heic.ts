@@ -131,8 +131,20 @@ export async function decodeHeic(bytes: Uint8Array, limits: EngineLimits): Promi
     throw tooLarge(declared.width, declared.height, limits);
   inFlight++;
   try {
-    return await heicPool().run({ bytes, maxPixels: limits.maxPixels });
+    // The time limit covers the wait for a worker too: a queue longer than the limit fails fast
+    // instead of piling up. An aborted task's worker is terminated, which frees its WASM heap.
+    return await heicPool().run(
+      { bytes, maxPixels: limits.maxPixels },
+      { signal: AbortSignal.timeout(limits.timeoutSeconds * 1000) },
+    );
   } catch (error) {
+    if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')) {
+      throw new CompressoError(
+        'PROCESSING_TIMEOUT',
+        `file: decoding the HEIC/HEIF image took longer than the limit of ${limits.timeoutSeconds} s.`,
+        { cause: error, details: { limit_seconds: limits.timeoutSeconds } },
+      );
+    }
     const message = error instanceof Error ? error.message : String(error);
     const at = message.indexOf(CODE_SEPARATOR);
     if (at < 0) throw error;

@@ -1,3 +1,5 @@
+import { CompressoError } from '@compresso/schema';
+
 /**
  * Limits against hostile or accidental input. Each one is checked before the expensive step it
  * protects: bytes before parsing, pixels and frames from the header before decoding, time during.
@@ -14,7 +16,11 @@ export interface EngineLimits {
   maxFrames: number;
   /** Most pixels over all frames of an animation (frames × width × height). */
   maxTotalPixels: number;
-  /** Longest time one sharp pipeline may run, in seconds. */
+  /**
+   * Longest time one pipeline (a decode, or one encode) may take, in seconds. Whole seconds for
+   * sharp's own timeout (fractions round up there); the wall-clock guard and the HEIC worker use it
+   * exactly.
+   */
   timeoutSeconds: number;
 }
 
@@ -25,3 +31,33 @@ export const DEFAULT_LIMITS: EngineLimits = Object.freeze({
   maxTotalPixels: 256_000_000,
   timeoutSeconds: 60,
 });
+
+/**
+ * Race `work` against the pipeline time limit. sharp's own `.timeout()` stops libvips between
+ * regions while pixels are being computed, but not inside an encoder that has already taken the whole
+ * image (AVIF/HEIF, which can run for seconds on a large frame): this bounds what the caller waits
+ * for. The encoder then finishes in the background on the libuv pool; its result is dropped.
+ */
+export async function withTimeLimit<T>(work: Promise<T>, seconds: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(
+        new CompressoError(
+          'PROCESSING_TIMEOUT',
+          `file: processing the image took longer than the limit of ${seconds} s.`,
+          { details: { limit_seconds: seconds } },
+        ),
+      );
+    }, seconds * 1000);
+    // The limit must never be what keeps a process alive.
+    timer.unref();
+  });
+  // A late failure of the abandoned work must not surface as an unhandled rejection.
+  work.catch(() => {});
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -6,7 +6,7 @@ import {
 } from '@compresso/schema';
 import type { Sharp } from 'sharp';
 import { applyEncoder, type EncodeSettings } from './encode.ts';
-import type { EngineLimits } from './limits.ts';
+import { type EngineLimits, withTimeLimit } from './limits.ts';
 import { fromSharpError } from './sharp-errors.ts';
 import { openSource, type Source } from './source.ts';
 
@@ -52,9 +52,10 @@ export function prepare(source: Source, options: CompressOptions, format: Output
 
 async function encode(source: Source, options: CompressOptions, settings: EncodeSettings): Promise<Encoded> {
   try {
-    const { data, info } = await applyEncoder(prepare(source, options, settings.format), settings).toBuffer({
-      resolveWithObject: true,
-    });
+    const { data, info } = await withTimeLimit(
+      applyEncoder(prepare(source, options, settings.format), settings).toBuffer({ resolveWithObject: true }),
+      source.limits.timeoutSeconds,
+    );
     const frames = settings.format === 'gif' || settings.format === 'webp' ? Math.max(1, info.pages ?? 1) : 1;
     return {
       data,

@@ -15,6 +15,8 @@ export interface Source {
   frames: number;
   hasAlpha: boolean;
   orientation: number;
+  /** The limits it was opened under; pipelines built from it keep to them. */
+  limits: EngineLimits;
   /** sharp's header metadata; absent for HEVC HEIC, which sharp cannot parse. */
   metadata?: Metadata;
   /** A new sharp pipeline over the whole input (every frame when animated), limits applied. */
@@ -30,6 +32,11 @@ export function checkSize(bytes: Uint8Array, limits: EngineLimits): void {
       { details: { size: bytes.length, limit: limits.maxInputBytes } },
     );
   }
+}
+
+/** sharp takes whole seconds (0 would mean no limit). */
+function sharpSeconds(limits: EngineLimits): number {
+  return Math.max(1, Math.ceil(limits.timeoutSeconds));
 }
 
 function checkPixels(width: number, height: number, frames: number, limits: EngineLimits): void {
@@ -62,6 +69,7 @@ async function openHeic(bytes: Uint8Array, detected: Detected, limits: EngineLim
   checkPixels(raw.width, raw.height, 1, limits);
   return {
     bytes,
+    limits,
     format: detected.format,
     width: raw.width,
     height: raw.height,
@@ -72,7 +80,7 @@ async function openHeic(bytes: Uint8Array, detected: Detected, limits: EngineLim
       const p = sharp(raw.data, {
         raw: { width: raw.width, height: raw.height, channels: 4 },
         limitInputPixels: limits.maxPixels,
-      }).timeout({ seconds: limits.timeoutSeconds });
+      }).timeout({ seconds: sharpSeconds(limits) });
       // Phone photos carry an alpha channel that is opaque everywhere; JPEG output must not see one.
       return raw.hasAlpha ? p : p.removeAlpha();
     },
@@ -104,6 +112,7 @@ export async function openSource(bytes: Uint8Array, limits: EngineLimits): Promi
   const swap = orientation >= 5 && orientation <= 8;
   return {
     bytes,
+    limits,
     format: detected.format,
     width: swap ? frameHeight : rawWidth,
     height: swap ? rawWidth : frameHeight,
@@ -118,7 +127,7 @@ export async function openSource(bytes: Uint8Array, limits: EngineLimits): Promi
         animated,
         failOn: 'warning',
         sequentialRead: true,
-      }).timeout({ seconds: limits.timeoutSeconds });
+      }).timeout({ seconds: sharpSeconds(limits) });
     },
   };
 }

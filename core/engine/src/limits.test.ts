@@ -1,0 +1,129 @@
+import { CompressoError, type ErrorCode } from '@compresso/schema';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createEngine } from './engine.ts';
+import { closeHeicDecoder } from './heic.ts';
+import { corpus } from './test-support/corpus.ts';
+import { animatedGif, noise, pngBomb } from './test-support/fixtures.ts';
+
+const engine = createEngine({ concurrency: 2 });
+
+afterAll(() => closeHeicDecoder());
+
+async function refusal(promise: Promise<unknown>): Promise<CompressoError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(CompressoError);
+  return error as CompressoError;
+}
+
+async function expectCode(input: Uint8Array, code: ErrorCode, status: number): Promise<CompressoError> {
+  const error = await refusal(engine.optimize(input));
+  expect(error.code).toBe(code);
+  expect(error.status).toBe(status);
+  // inspect() goes through the same checks
+  expect((await refusal(engine.inspect(input))).code).toBe(code);
+  return error;
+}
+
+describe('hostile and broken input', () => {
+  it('zero bytes → EMPTY_FILE', async () => {
+    const error = await expectCode(new Uint8Array(0), 'EMPTY_FILE', 422);
+    expect(error.message).toMatch(/empty/);
+  });
+
+  it('truncated JPEG and PNG → CORRUPT_IMAGE', async () => {
+    const jpeg = corpus('photo-skimage-rocket.jpg');
+    const png = corpus('icon-oxygen-konqueror.png');
+    for (const broken of [jpeg.subarray(0, jpeg.length >> 1), png.subarray(0, png.length >> 1)]) {
+      const error = await refusal(engine.optimize(broken));
+      expect(error.code).toBe('CORRUPT_IMAGE');
+      expect(error.message).toMatch(/damaged or incomplete/);
+    }
+  });
+
+  it('a text file named photo.jpg → NOT_AN_IMAGE', async () => {
+    const text = Buffer.from('Dear customer,\nplease find attached photo.jpg\n');
+    const error = await expectCode(text, 'NOT_AN_IMAGE', 415);
+    expect(error.message).toMatch(/not an image/);
+  });
+
+  it('SVG and BMP → UNSUPPORTED_FORMAT, each named', async () => {
+    const svg = Buffer.from(
+      '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>',
+    );
+    expect((await expectCode(svg, 'UNSUPPORTED_FORMAT', 415)).message).toMatch(/^file: SVG is not supported/);
+    const bmp = Buffer.alloc(70);
+    bmp.write('BM', 0, 'latin1');
+    bmp.writeUInt32LE(70, 2);
+    bmp.writeUInt32LE(54, 10);
+    bmp.writeUInt32LE(40, 14);
+    bmp.writeInt32LE(2, 18);
+    bmp.writeInt32LE(2, 22);
+    bmp.writeUInt16LE(1, 26);
+    bmp.writeUInt16LE(24, 28);
+    expect((await expectCode(bmp, 'UNSUPPORTED_FORMAT', 415)).message).toMatch(
+      /BMP images are not supported/,
+    );
+  });
+
+  it('a 50000×50000 PNG bomb of a few hundred bytes → IMAGE_TOO_LARGE, fast, without the memory', async () => {
+    const bomb = pngBomb(50_000, 50_000);
+    expect(bomb.length).toBeLessThan(4096);
+    const rssBefore = process.memoryUsage().rss;
+    const started = performance.now();
+    const error = await expectCode(bomb, 'IMAGE_TOO_LARGE', 422);
+    const elapsed = performance.now() - started;
+    const rssGrowth = process.memoryUsage().rss - rssBefore;
+    expect(error.message).toContain('50000×50000');
+    expect(error.details).toMatchObject({ width: 50_000, height: 50_000 });
+    expect(elapsed).toBeLessThan(500);
+    expect(rssGrowth).toBeLessThan(100 * 1024 * 1024);
+    console.info(`bomb refused in ${elapsed.toFixed(1)} ms, RSS +${(rssGrowth / 1048576).toFixed(1)} MB`);
+  });
+
+  it('an animated GIF with 2000 frames → TOO_MANY_FRAMES', async () => {
+    const gif = await animatedGif(2000, 4, 4);
+    const error = await expectCode(gif, 'TOO_MANY_FRAMES', 422);
+    expect(error.message).toMatch(/2000 frames; this server accepts at most 500/);
+  });
+
+  it('more pixels over all frames than maxTotalPixels → IMAGE_TOO_LARGE', async () => {
+    const small = createEngine({ limits: { maxTotalPixels: 10_000 } });
+    const gif = await animatedGif(20, 30, 30);
+    const error = await refusal(small.optimize(gif));
+    expect(error.code).toBe('IMAGE_TOO_LARGE');
+    expect(error.message).toMatch(/over all frames/);
+  });
+
+  it('input over maxInputBytes → FILE_TOO_LARGE, before parsing', async () => {
+    const small = createEngine({ limits: { maxInputBytes: 1000 } });
+    const error = await refusal(small.optimize(Buffer.alloc(1001, 0x41)));
+    expect(error.code).toBe('FILE_TOO_LARGE');
+    expect(error.status).toBe(413);
+  });
+
+  it('a pipeline over the time limit → PROCESSING_TIMEOUT', async () => {
+    const strict = createEngine({ limits: { timeoutSeconds: 1 } });
+    const big = await noise(2600, 2600).png({ compressionLevel: 0 }).toBuffer();
+    const started = performance.now();
+    const error = await refusal(strict.optimize(big, { output_format: 'avif', quality: 100 }));
+    expect(error.code).toBe('PROCESSING_TIMEOUT');
+    expect(performance.now() - started).toBeLessThan(4000);
+  });
+
+  it('a HEIC decode over the time limit → PROCESSING_TIMEOUT', async () => {
+    const strict = createEngine({ limits: { timeoutSeconds: 0.01 } });
+    const error = await refusal(strict.optimize(corpus('photo-heic-mate-Dune.heic')));
+    expect(error.code).toBe('PROCESSING_TIMEOUT');
+  });
+
+  it('says what is wrong differently for each refusal', async () => {
+    const messages = new Set<string>();
+    for (const input of [new Uint8Array(0), Buffer.from('hello'), pngBomb(50_000, 50_000)]) {
+      messages.add((await refusal(engine.optimize(input))).message);
+    }
+    expect(messages.size).toBe(3);
+  });
+});

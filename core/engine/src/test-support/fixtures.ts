@@ -1,0 +1,94 @@
+import { crc32, deflateSync } from 'node:zlib';
+import sharp, { type Sharp } from 'sharp';
+
+function pngChunk(type: string, data: Uint8Array): Buffer {
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(data.length, 0);
+  head.write(type, 4, 'latin1');
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])) >>> 0, 0);
+  return Buffer.concat([head, data, crc]);
+}
+
+/**
+ * A decompression bomb: a valid PNG header declaring width×height greyscale pixels, followed by only
+ * the first few rows of zlib data. A few KB on disk; decoding it would need width×height bytes.
+ */
+export function pngBomb(width: number, height: number): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8; // bit depth
+  ihdr[9] = 0; // greyscale
+  const rows = Buffer.alloc((width + 1) * 4); // four rows of zeros, filter byte included
+  return Buffer.concat([
+    Buffer.from('\x89PNG\r\n\x1a\n', 'latin1'),
+    pngChunk('IHDR', ihdr),
+    pngChunk('IDAT', deflateSync(rows, { level: 9 })),
+    pngChunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
+/** Raw RGB frames stacked vertically, each a different flat colour, so every frame is a real frame. */
+function frameStack(frames: number, width: number, height: number): Buffer {
+  const raw = Buffer.alloc(width * height * frames * 3);
+  for (let f = 0; f < frames; f++) {
+    const start = f * width * height * 3;
+    for (let i = 0; i < width * height; i++) {
+      raw[start + i * 3] = (f * 37) & 255;
+      raw[start + i * 3 + 1] = (f * 91) & 255;
+      raw[start + i * 3 + 2] = 255 - ((f * 53) & 255);
+    }
+  }
+  return raw;
+}
+
+export function animated(frames: number, width: number, height: number): Sharp {
+  return sharp(frameStack(frames, width, height), {
+    raw: { width, height: height * frames, channels: 3, pageHeight: height },
+  });
+}
+
+export function animatedGif(frames: number, width: number, height: number): Promise<Buffer> {
+  return animated(frames, width, height).gif().toBuffer();
+}
+
+/**
+ * A 40×20 JPEG stored sideways with EXIF orientation 6 (display = rotate 90° clockwise). The stored
+ * top-left 10×10 block is red, the rest blue; upright, the red block is the top-right corner of a
+ * 20×40 image.
+ */
+export async function sidewaysJpeg(orientation = 6): Promise<Buffer> {
+  const red = await sharp({ create: { width: 10, height: 10, channels: 3, background: '#ff0000' } })
+    .png()
+    .toBuffer();
+  return sharp({ create: { width: 40, height: 20, channels: 3, background: '#0000ff' } })
+    .composite([{ input: red, left: 0, top: 0 }])
+    .jpeg({ quality: 95 })
+    .withMetadata({ orientation })
+    .toBuffer();
+}
+
+/** EXIF as sharp writes it: a camera, a GPS position (Eiffel tower) and a caption. */
+export const GPS_EXIF = {
+  IFD0: { Make: 'CompressoCam', Model: 'Test 1', ImageDescription: 'home' },
+  IFD3: {
+    GPSLatitudeRef: 'N',
+    GPSLatitude: '48/1 51/1 29/1',
+    GPSLongitudeRef: 'E',
+    GPSLongitude: '2/1 17/1 40/1',
+  },
+};
+
+/** Noise with texture, so encoders have real work; `photo` shaped (opaque, 3 channels). */
+export function noise(width: number, height: number, channels: 3 | 4 = 3): Sharp {
+  return sharp({
+    create: {
+      width,
+      height,
+      channels,
+      background: '#808080',
+      noise: { type: 'gaussian', mean: 128, sigma: 40 },
+    },
+  });
+}
