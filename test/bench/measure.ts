@@ -1,0 +1,68 @@
+import { performance } from 'node:perf_hooks';
+
+/**
+ * Run `fn` over `items` with exactly `limit` in flight (fewer only at the tail), the way a server
+ * with one slot per core would see them. Returns the wall-clock seconds for the whole batch.
+ */
+export async function runBatch<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<void>,
+): Promise<number> {
+  let next = 0;
+  const start = performance.now();
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return (performance.now() - start) / 1000;
+}
+
+/**
+ * A batch of fewer jobs than slots would measure latency, not throughput: small kinds (one chart,
+ * two icons) repeat their images until every slot has had at least two jobs.
+ */
+export function fillJobs<T>(items: readonly T[], minimum: number): T[] {
+  if (items.length === 0) return [];
+  const jobs = [...items];
+  while (jobs.length < minimum) jobs.push(items[jobs.length % items.length]!);
+  return jobs;
+}
+
+/**
+ * Process RSS sampled every few milliseconds. libvips allocates outside the V8 heap, so RSS is the
+ * number that matters for sizing a server; the sampler reads it cheaply from the event loop, which
+ * stays free while sharp works on the libuv pool.
+ */
+export class RssSampler {
+  #peak = 0;
+  #timer: NodeJS.Timeout | undefined;
+
+  start(intervalMs = 20): void {
+    this.#peak = process.memoryUsage.rss();
+    this.#timer = setInterval(() => {
+      const rss = process.memoryUsage.rss();
+      if (rss > this.#peak) this.#peak = rss;
+    }, intervalMs);
+    this.#timer.unref();
+  }
+
+  /** Peak since start(), then stop. */
+  stop(): number {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    const rss = process.memoryUsage.rss();
+    if (rss > this.#peak) this.#peak = rss;
+    return this.#peak;
+  }
+}
+
+export const MiB = 1024 * 1024;
+
+export function round(n: number, digits = 2): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}

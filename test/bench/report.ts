@@ -1,0 +1,159 @@
+export type Mode = 'default' | 'auto';
+
+/** One line of results: one encoder, one format, one quality mode, one kind (or all kinds). */
+export interface Row {
+  kind: string;
+  format: string;
+  mode: Mode;
+  /** engine | sharp (raw sharp, same settings) | a reference tool's name. */
+  encoder: string;
+  /** Distinct images measured. */
+  images: number;
+  /** Encodes timed (small kinds repeat images so every slot stays busy). */
+  jobs: number;
+  seconds: number;
+  imagesPerSecond: number;
+  inputBytes: number;
+  outputBytes: number;
+  /** 1 − output/input over the original files (resize included), in percent. */
+  savedPercent: number;
+  meanScore: number | null;
+  minScore: number | null;
+  scored: number;
+  /** Mean Compresso quality used (the chosen one for "auto"). */
+  meanQuality: number | null;
+  peakRssMiB: number | null;
+  errors: string[];
+  identicalToEngine?: number;
+  rawImagesPerSecond?: number;
+  engineOverRaw?: number;
+}
+
+export interface BenchResult {
+  benchmark: 'compresso';
+  version: 1;
+  date: string;
+  durationSeconds: number;
+  timedSeconds: number;
+  machine: Record<string, unknown>;
+  settings: {
+    quick: boolean;
+    corpus: string;
+    kinds: string[];
+    formats: string[];
+    modes: Mode[];
+    maxDimension: number;
+    concurrency: number;
+    defaultQuality: number;
+    avifEffort: number;
+    webpEffort: number;
+    minJobsPerBatch: number;
+    images: string[];
+  };
+  metric: { name: string; available: boolean; scored: boolean; note: string };
+  memory: { processMaxRssMiB: number };
+  avifAtMaxDimension: Row | null;
+  referenceTools: { name: string; format: string; version: string; settings: string }[];
+  rows: Row[];
+  notes: string[];
+}
+
+function n(value: number | null | undefined, digits = 1): string {
+  return value === null || value === undefined ? '—' : value.toFixed(digits);
+}
+
+function qualityLabel(row: Row, defaultQuality: number): string {
+  if (row.mode === 'auto') return `auto (≈${n(row.meanQuality, 0)})`;
+  return String(defaultQuality);
+}
+
+function score(row: Row): string {
+  if (row.meanScore === null) return '—';
+  return `${n(row.meanScore)} (min ${n(row.minScore)})`;
+}
+
+const ENCODER_ORDER = ['engine', 'sharp'];
+function encoderRank(encoder: string): number {
+  const i = ENCODER_ORDER.indexOf(encoder);
+  return i === -1 ? ENCODER_ORDER.length : i;
+}
+
+function table(rows: Row[], defaultQuality: number): string[] {
+  const lines = [
+    '| format | quality | encoder | img/s | raw sharp img/s | engine ÷ raw | saved | SSIMULACRA2 mean (min) | peak RSS MiB |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|',
+  ];
+  const sorted = [...rows]
+    .filter((r) => r.encoder !== 'sharp')
+    .sort(
+      (a, b) =>
+        a.format.localeCompare(b.format) ||
+        a.mode.localeCompare(b.mode) ||
+        encoderRank(a.encoder) - encoderRank(b.encoder),
+    );
+  for (const r of sorted) {
+    const engine = r.encoder === 'engine';
+    lines.push(
+      `| ${r.format} | ${qualityLabel(r, defaultQuality)} | ${r.encoder} | ${n(r.imagesPerSecond, 2)} | ${engine ? n(r.rawImagesPerSecond, 2) : ''} | ${engine ? n(r.engineOverRaw, 2) : ''} | ${n(r.savedPercent)} % | ${score(r)} | ${engine ? n(r.peakRssMiB, 0) : ''} |`,
+    );
+  }
+  return lines;
+}
+
+/** The report as Markdown, ready to paste into the README. */
+export function markdown(result: BenchResult): string {
+  const { settings, machine } = result;
+  const out: string[] = [];
+  out.push(`## Compresso benchmark — ${result.date.slice(0, 10)}`);
+  out.push('');
+  out.push(
+    `${machine['cpuModel']}, ${machine['cores']} cores, ${machine['memoryGiB']} GiB; Node ${machine['node']}, sharp ${machine['sharp']} (libvips ${machine['libvips']}, ${machine['libvipsThreadsPerImage']} libvips thread(s) per image, MALLOC_ARENA_MAX=${machine['mallocArenaMax'] ?? 'unset'}). ` +
+      `Load average at start/end: ${(machine['loadAverageAtStart'] as number[])[0]} / ${(machine['loadAverageAtEnd'] as number[])[0]} (other processes share the machine).`,
+  );
+  out.push('');
+  out.push(
+    `${settings.images.length} images${settings.quick ? ' (--quick)' : ''}, resized to fit ${settings.maxDimension}×${settings.maxDimension} (never enlarged), ` +
+      `${settings.concurrency} images in flight for the engine, raw sharp and the reference tools alike. ` +
+      `Default quality ${settings.defaultQuality}; AVIF effort ${settings.avifEffort}, WebP effort ${settings.webpEffort}. ` +
+      `Score: ${result.metric.scored ? 'SSIMULACRA2 of each output against the resized source (90 visually lossless, 80 very high, 70 high)' : `none (${result.metric.note})`}. ` +
+      `Run took ${result.durationSeconds} s (${result.timedSeconds} s timed).`,
+  );
+  const kinds = [...settings.kinds, 'all'];
+  for (const kind of kinds) {
+    const rows = result.rows.filter((r) => r.kind === kind);
+    if (!rows.length) continue;
+    const count = Math.max(...rows.map((r) => r.images));
+    out.push('');
+    out.push(`### ${kind === 'all' ? 'All kinds' : kind} (${count} image${count === 1 ? '' : 's'})`);
+    out.push('');
+    out.push(...table(rows, settings.defaultQuality));
+  }
+  out.push('');
+  out.push(
+    `Peak process RSS over the timed engine and raw sharp runs: ${result.memory.processMaxRssMiB} MiB.`,
+  );
+  const a = result.avifAtMaxDimension;
+  if (a) {
+    out.push(
+      `AVIF at ${settings.maxDimension} px (effort ${settings.avifEffort}, ${a.images} images whose long side reaches ${settings.maxDimension}): ` +
+        `**${n(a.imagesPerSecond, 2)} images/s** with ${settings.concurrency} in flight.`,
+    );
+  }
+  if (result.referenceTools.length) {
+    out.push('');
+    out.push('Reference encoders (Debian), single-threaded, fed the already resized source as PNG:');
+    out.push('');
+    for (const t of result.referenceTools) out.push(`- ${t.name} (${t.format}): ${t.version}; ${t.settings}`);
+  }
+  const errors = result.rows
+    .filter((r) => r.kind === 'all')
+    .flatMap((r) => r.errors.map((e) => `${r.encoder} ${r.format} ${r.mode}: ${e}`));
+  if (result.notes.length || errors.length) {
+    out.push('');
+    out.push('Notes:');
+    out.push('');
+    for (const note of [...result.notes, ...errors]) out.push(`- ${note}`);
+  }
+  out.push('');
+  return out.join('\n');
+}

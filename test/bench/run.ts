@@ -1,0 +1,544 @@
+/**
+ * Compresso benchmark: engine vs raw sharp vs Debian's reference encoders over the shared corpus,
+ * per image kind. `npm run bench -- --help` for flags; test/bench/README.md for what the columns mean.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import {
+  AVIF_EFFORT,
+  createEngine,
+  DEFAULT_LIMITS,
+  type Engine,
+  openSource,
+  prepare,
+  WEBP_EFFORT,
+} from '@compresso/engine';
+import { DEFAULT_QUALITY, type OutputFormat, parseCompressOptions } from '@compresso/schema';
+import sharp from 'sharp';
+import { type CorpusImage, DEFAULT_CORPUS, KINDS, type Kind, loadCorpus } from './corpus.ts';
+import { fillJobs, MiB, RssSampler, round, runBatch } from './measure.ts';
+import { decodeRgb, metric, type RgbImage, scoreOutput } from './metric.ts';
+import { rawEncode } from './raw.ts';
+import { discoverReferenceTools, type ReferenceTool, runTool } from './reference.ts';
+import { type BenchResult, type Mode, markdown, type Row } from './report.ts';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const BENCH_FORMATS = ['jpeg', 'webp', 'avif', 'png'] as const satisfies readonly OutputFormat[];
+type BenchFormat = (typeof BENCH_FORMATS)[number];
+
+const USAGE = `Usage: node test/bench/run.ts [flags]
+
+  --quick                a few small images, webp only (unless --formats): a smoke test
+  --kinds LIST           comma-separated kinds (${KINDS.join(',')}); default all
+  --formats LIST         comma-separated formats (${BENCH_FORMATS.join(',')}); default all
+  --per-kind N           at most N images of each kind (default: every image)
+  --max-dimension N      resize inputs to fit N×N pixels (default 2048, the typical web case)
+  --concurrency N        images in flight, for the engine and raw sharp alike (default: cores)
+  --no-reference         skip cwebp / avifenc / pngquant / ImageMagick
+  --no-auto              skip quality "auto"
+  --no-score             skip SSIMULACRA2 scoring
+  --corpus DIR           image directory (default ../shared/corpus from the repo root)
+  --out FILE             write the JSON here (and FILE.md) instead of test/bench/results/
+  --help`;
+
+function fail(message: string): never {
+  process.stderr.write(`bench: ${message}\n\n${USAGE}\n`);
+  process.exit(2);
+}
+
+function list<T extends string>(value: string | undefined, allowed: readonly T[], flag: string): T[] {
+  if (value === undefined) return [...allowed];
+  const items = value
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
+  const bad = items.filter((s) => !(allowed as readonly string[]).includes(s));
+  if (bad.length || items.length === 0)
+    fail(`${flag}: expected a comma-separated list of ${allowed.join(', ')}, received "${value}"`);
+  return items as T[];
+}
+
+function positiveInt(value: string | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) fail(`${flag}: expected a positive integer, received "${value}"`);
+  return n;
+}
+
+let parsed: ReturnType<typeof parseFlags>;
+function parseFlags() {
+  return parseArgs({
+    allowNegative: true,
+    options: {
+      quick: { type: 'boolean', default: false },
+      kinds: { type: 'string' },
+      formats: { type: 'string' },
+      'per-kind': { type: 'string' },
+      'max-dimension': { type: 'string' },
+      concurrency: { type: 'string' },
+      reference: { type: 'boolean', default: true },
+      auto: { type: 'boolean', default: true },
+      score: { type: 'boolean', default: true },
+      corpus: { type: 'string' },
+      out: { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+  }).values;
+}
+try {
+  parsed = parseFlags();
+} catch (error) {
+  fail((error as Error).message);
+}
+if (parsed.help) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
+
+const quick = parsed.quick;
+const kinds = list(parsed.kinds, KINDS, '--kinds');
+const formats = list(parsed.formats ?? (quick ? 'webp' : undefined), BENCH_FORMATS, '--formats');
+const maxDimension = positiveInt(parsed['max-dimension'], '--max-dimension', 2048);
+const concurrency = positiveInt(parsed.concurrency, '--concurrency', availableParallelism());
+const perKind = positiveInt(parsed['per-kind'], '--per-kind', Number.MAX_SAFE_INTEGER);
+const corpusDir = resolve(parsed.corpus ?? DEFAULT_CORPUS);
+const withReference = parsed.reference;
+const withAuto = parsed.auto;
+const withScore = parsed.score && metric.score !== undefined;
+const minJobs = 2 * concurrency;
+
+/** PNG is written for graphics; a photo as PNG is never what anyone should ship. */
+function formatsFor(kind: Kind): BenchFormat[] {
+  return formats.filter((f) => f !== 'png' || kind !== 'photo');
+}
+
+function pickImages(all: CorpusImage[]): CorpusImage[] {
+  const chosen: CorpusImage[] = [];
+  for (const kind of kinds) {
+    let ofKind = all.filter((i) => i.kind === kind);
+    if (quick) {
+      // The smallest image of each kind, and only small ones: a smoke run must stay well under a minute.
+      ofKind = ofKind
+        .filter((i) => i.width * i.height > 0 && i.width * i.height <= 600_000)
+        .sort((a, b) => a.width * a.height - b.width * b.height)
+        .slice(0, 1);
+    }
+    chosen.push(...ofKind.slice(0, perKind));
+  }
+  return chosen;
+}
+
+interface Encoded {
+  image: CorpusImage;
+  bytes: Uint8Array;
+  quality: number;
+  score?: number;
+}
+
+interface Batch {
+  kind: Kind;
+  format: BenchFormat;
+  mode: Mode;
+  encoder: string;
+  images: CorpusImage[];
+  jobs: number;
+  seconds: number;
+  peakRss?: number;
+  outputs: Map<string, Encoded>;
+  errors: string[];
+  identicalToEngine?: number;
+}
+
+const notes: string[] = [];
+const batches: Batch[] = [];
+
+function log(message: string) {
+  process.stderr.write(`${message}\n`);
+}
+
+async function engineBatch(
+  engine: Engine,
+  kind: Kind,
+  format: BenchFormat,
+  mode: Mode,
+  images: CorpusImage[],
+): Promise<Batch> {
+  const outputs = new Map<string, Encoded>();
+  const errors: string[] = [];
+  const jobs = fillJobs(images, minJobs);
+  const sampler = new RssSampler();
+  sampler.start();
+  const seconds = await runBatch(jobs, concurrency, async (image) => {
+    try {
+      const out = await engine.optimize(image.bytes, {
+        output_format: format,
+        quality: mode === 'auto' ? 'auto' : DEFAULT_QUALITY,
+        max_dimension: maxDimension,
+      });
+      outputs.set(image.name, { image, bytes: out.data, quality: out.info.quality });
+    } catch (error) {
+      errors.push(`${image.name}: ${(error as Error).message}`);
+    }
+  });
+  const peakRss = sampler.stop();
+  return {
+    kind,
+    format,
+    mode,
+    encoder: 'engine',
+    images,
+    jobs: jobs.length,
+    seconds,
+    peakRss,
+    outputs,
+    errors,
+  };
+}
+
+async function rawBatch(engineRun: Batch): Promise<Batch> {
+  const { kind, format, mode } = engineRun;
+  // Raw sharp gets only the images the engine handled, at the quality the engine used for each
+  // (for "auto", the one its search chose: engine ÷ raw then shows what the search costs).
+  const images = engineRun.images.filter((i) => engineRun.outputs.has(i.name));
+  const outputs = new Map<string, Encoded>();
+  const errors: string[] = [];
+  const jobs = fillJobs(images, minJobs);
+  const sampler = new RssSampler();
+  sampler.start();
+  const seconds = await runBatch(jobs, concurrency, async (image) => {
+    const quality = engineRun.outputs.get(image.name)!.quality;
+    try {
+      const bytes = await rawEncode(image, format, quality, maxDimension);
+      outputs.set(image.name, { image, bytes, quality });
+    } catch (error) {
+      errors.push(`${image.name}: ${(error as Error).message}`);
+    }
+  });
+  const peakRss = sampler.stop();
+  let identical = 0;
+  for (const [name, out] of outputs) {
+    if (Buffer.compare(Buffer.from(out.bytes), Buffer.from(engineRun.outputs.get(name)!.bytes)) === 0)
+      identical++;
+  }
+  return {
+    kind,
+    format,
+    mode,
+    encoder: 'sharp',
+    images,
+    jobs: jobs.length,
+    seconds,
+    peakRss,
+    outputs,
+    errors,
+    identicalToEngine: identical,
+  };
+}
+
+async function autoAvailable(engine: Engine, sample: CorpusImage): Promise<string | undefined> {
+  try {
+    await engine.optimize(sample.bytes, { output_format: 'webp', quality: 'auto', max_dimension: 64 });
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+/** Source pixels after the engine's own orientation and resize: what every output is compared to. */
+async function referencePixels(image: CorpusImage): Promise<RgbImage> {
+  const source = await openSource(image.bytes, DEFAULT_LIMITS);
+  const options = parseCompressOptions({ max_dimension: maxDimension, output_format: 'png' });
+  return decodeRgb(prepare(source, options, 'png'));
+}
+
+async function referenceBatches(tools: ReferenceTool[], images: CorpusImage[]) {
+  const dir = mkdtempSync(join(tmpdir(), 'compresso-bench-'));
+  try {
+    // The resized source as a fast lossless PNG, written once, untimed: every tool starts from it.
+    const inputs = new Map<string, string>();
+    await runBatch(images, concurrency, async (image) => {
+      const source = await openSource(image.bytes, DEFAULT_LIMITS);
+      const options = parseCompressOptions({ max_dimension: maxDimension, output_format: 'png' });
+      const path = join(dir, `${image.name}.src.png`);
+      await prepare(source, options, 'png').png({ compressionLevel: 1 }).toFile(path);
+      inputs.set(image.name, path);
+    });
+    for (const tool of tools) {
+      for (const kind of kinds) {
+        const ofKind = images.filter(
+          (i) => i.kind === kind && formatsFor(kind).includes(tool.format as BenchFormat),
+        );
+        if (!ofKind.length) continue;
+        const outputs = new Map<string, Encoded>();
+        const errors: string[] = [];
+        const jobs = fillJobs(ofKind, minJobs);
+        const seconds = await runBatch(jobs, concurrency, async (image, index) => {
+          const out = join(dir, `${image.name}.${index}.${tool.name}.${tool.format}`);
+          try {
+            await runTool(tool, inputs.get(image.name)!, out, DEFAULT_QUALITY);
+            outputs.set(image.name, {
+              image,
+              bytes: new Uint8Array(readFileSync(out)),
+              quality: DEFAULT_QUALITY,
+            });
+          } catch (error) {
+            errors.push(`${image.name}: ${(error as Error).message.split('\n')[0]}`);
+          }
+        });
+        batches.push({
+          kind,
+          format: tool.format as BenchFormat,
+          mode: 'default',
+          encoder: tool.name,
+          images: ofKind,
+          jobs: jobs.length,
+          seconds,
+          outputs,
+          errors,
+        });
+        log(`  ${tool.name} ${kind}: ${(jobs.length / seconds).toFixed(2)} img/s`);
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function scoreAll(images: CorpusImage[]) {
+  const scored = batches.filter((b) => b.encoder !== 'sharp');
+  for (const image of images) {
+    const wanted = scored.map((b) => b.outputs.get(image.name)).filter((o): o is Encoded => o !== undefined);
+    if (!wanted.length) continue;
+    const reference = await referencePixels(image);
+    await runBatch(wanted, concurrency, async (out) => {
+      try {
+        out.score = await scoreOutput(reference, out.bytes);
+      } catch (error) {
+        notes.push(`score failed for ${image.name}: ${(error as Error).message}`);
+      }
+    });
+  }
+}
+
+function sum(ns: number[]): number {
+  return ns.reduce((a, b) => a + b, 0);
+}
+
+function toRow(kind: Kind | 'all', group: Batch[]): Row {
+  const first = group[0]!;
+  const outputs = group.flatMap((b) => [...b.outputs.values()]);
+  const inputBytes = sum(outputs.map((o) => o.image.bytes.length));
+  const outputBytes = sum(outputs.map((o) => o.bytes.length));
+  const scores = outputs.map((o) => o.score).filter((s): s is number => s !== undefined);
+  const jobs = sum(group.map((b) => b.jobs));
+  const seconds = sum(group.map((b) => b.seconds));
+  const peaks = group.map((b) => b.peakRss).filter((p): p is number => p !== undefined);
+  const row: Row = {
+    kind,
+    format: first.format,
+    mode: first.mode,
+    encoder: first.encoder,
+    images: outputs.length,
+    jobs,
+    seconds: round(seconds, 3),
+    imagesPerSecond: round(jobs / seconds),
+    inputBytes,
+    outputBytes,
+    savedPercent: inputBytes ? round((1 - outputBytes / inputBytes) * 100, 1) : 0,
+    meanScore: scores.length ? round(sum(scores) / scores.length, 1) : null,
+    minScore: scores.length ? round(Math.min(...scores), 1) : null,
+    scored: scores.length,
+    meanQuality: outputs.length ? round(sum(outputs.map((o) => o.quality)) / outputs.length, 1) : null,
+    peakRssMiB: peaks.length ? round(Math.max(...peaks) / MiB, 0) : null,
+    errors: group.flatMap((b) => b.errors),
+  };
+  if (first.encoder === 'sharp') row.identicalToEngine = sum(group.map((b) => b.identicalToEngine ?? 0));
+  return row;
+}
+
+function rowsFor(selected: Batch[]): Row[] {
+  const rows: Row[] = [];
+  const keys = new Map<string, Batch[]>();
+  for (const b of selected) {
+    const key = `${b.format}|${b.mode}|${b.encoder}`;
+    keys.set(key, [...(keys.get(key) ?? []), b]);
+  }
+  for (const kind of [...kinds, 'all'] as const) {
+    for (const group of keys.values()) {
+      const ofKind = kind === 'all' ? group : group.filter((b) => b.kind === kind);
+      if (ofKind.length) rows.push(toRow(kind, ofKind));
+    }
+  }
+  // Engine rows carry their raw-sharp counterpart's speed and the overhead ratio.
+  for (const row of rows) {
+    if (row.encoder !== 'engine') continue;
+    const raw = rows.find(
+      (r) => r.encoder === 'sharp' && r.kind === row.kind && r.format === row.format && r.mode === row.mode,
+    );
+    if (raw) {
+      row.rawImagesPerSecond = raw.imagesPerSecond;
+      row.engineOverRaw = round(row.imagesPerSecond / raw.imagesPerSecond, 3);
+    }
+  }
+  return rows;
+}
+
+/** Process tuning variables, recorded because they change both speed and memory. */
+function environment(name: string): string | undefined {
+  const env: Record<string, string | undefined> = process.env;
+  return env[name];
+}
+
+function machine() {
+  const cpu = cpus()[0];
+  return {
+    cpuModel: cpu?.model ?? 'unknown',
+    cores: availableParallelism(),
+    memoryGiB: round(totalmem() / 1024 ** 3, 1),
+    platform: `${process.platform} ${release()}`,
+    node: process.version,
+    sharp: sharp.versions.sharp,
+    libvips: sharp.versions.vips,
+    libvipsThreadsPerImage: sharp.concurrency(),
+    uvThreadpoolSize: environment('UV_THREADPOOL_SIZE') ?? '4 (default)',
+    mallocArenaMax: environment('MALLOC_ARENA_MAX') ?? null,
+    loadAverageAtStart: loadavg().map((n) => round(n)),
+  };
+}
+
+async function main() {
+  const started = Date.now();
+  const info = machine();
+  const all = await loadCorpus(corpusDir);
+  if (!all.length) fail(`--corpus: no images found in ${corpusDir}`);
+  const images = pickImages(all);
+  if (!images.length) fail('no images match --kinds/--per-kind');
+  log(
+    `bench: ${images.length} images, formats ${formats.join(',')}, max ${maxDimension} px, ${concurrency} in flight`,
+  );
+
+  const engine = createEngine({ concurrency });
+  let modes: Mode[] = ['default'];
+  if (withAuto) {
+    const missing = await autoAvailable(engine, images[0]!);
+    if (missing) notes.push(`quality "auto" not measured: ${missing}`);
+    else modes = ['default', 'auto'];
+  } else notes.push('quality "auto" skipped (--no-auto)');
+  if (!metric.score) notes.push(metric.note);
+  else if (!parsed.score) notes.push('scores skipped (--no-score)');
+
+  // Warm-up, untimed: module loading, JIT and libvips' first-use setup would otherwise be billed to
+  // whichever batch runs first.
+  const warm = [...images].sort((a, b) => a.bytes.length - b.bytes.length)[0]!;
+  for (const format of formats) {
+    await engine.optimize(warm.bytes, { output_format: format, max_dimension: 256 }).catch(() => undefined);
+    await rawEncode(warm, format, DEFAULT_QUALITY, 256).catch(() => undefined);
+  }
+
+  // Timed section: engine and raw sharp only, all in this process, before any scoring fills memory.
+  const timedStart = Date.now();
+  for (const format of BENCH_FORMATS.filter((f) => formats.includes(f))) {
+    for (const mode of modes) {
+      for (const kind of kinds) {
+        if (!formatsFor(kind).includes(format)) continue;
+        const ofKind = images.filter((i) => i.kind === kind);
+        if (!ofKind.length) continue;
+        const engineRun = await engineBatch(engine, kind, format, mode, ofKind);
+        batches.push(engineRun);
+        const rawRun = await rawBatch(engineRun);
+        batches.push(rawRun);
+        log(
+          `  ${format} ${mode} ${kind}: engine ${(engineRun.jobs / engineRun.seconds).toFixed(2)} img/s, sharp ${(rawRun.jobs / rawRun.seconds).toFixed(2)} img/s`,
+        );
+      }
+    }
+  }
+
+  // AVIF at full web size: only images whose longer side reaches the resize bound.
+  let avif2048: Row | null = null;
+  if (formats.includes('avif')) {
+    const large = images.filter((i) => Math.max(i.width, i.height) >= maxDimension);
+    if (large.length) {
+      const kindOf = large[0]!.kind;
+      const run = await engineBatch(engine, kindOf, 'avif', 'default', large);
+      avif2048 = { ...toRow('all', [run]), kind: 'all' };
+      log(`  avif at ${maxDimension} px: ${avif2048.imagesPerSecond} img/s`);
+    } else notes.push(`no selected image reaches ${maxDimension} px: AVIF-at-${maxDimension} row skipped`);
+  }
+  const timedSeconds = (Date.now() - timedStart) / 1000;
+  const maxRssMiB = round((process.resourceUsage().maxRSS * 1024) / MiB, 0);
+
+  let referenceTools: { name: string; format: string; version: string; settings: string }[] = [];
+  if (withReference) {
+    const found = await discoverReferenceTools(formats);
+    notes.push(...found.notes);
+    referenceTools = found.tools.map(({ name, format, version, settings }) => ({
+      name,
+      format,
+      version,
+      settings,
+    }));
+    if (found.tools.length) await referenceBatches(found.tools, images);
+  } else notes.push('reference encoders skipped (--no-reference)');
+
+  if (withScore) await scoreAll(images);
+
+  const rows = rowsFor(batches);
+  const result: BenchResult = {
+    benchmark: 'compresso',
+    version: 1,
+    date: new Date(started).toISOString(),
+    durationSeconds: round((Date.now() - started) / 1000, 1),
+    timedSeconds: round(timedSeconds, 1),
+    machine: { ...info, loadAverageAtEnd: loadavg().map((n) => round(n)) },
+    settings: {
+      quick,
+      corpus: corpusDir,
+      kinds,
+      formats,
+      modes,
+      maxDimension,
+      concurrency,
+      defaultQuality: DEFAULT_QUALITY,
+      avifEffort: AVIF_EFFORT,
+      webpEffort: WEBP_EFFORT,
+      minJobsPerBatch: minJobs,
+      images: images.map((i) => i.name),
+    },
+    metric: {
+      name: 'SSIMULACRA2',
+      available: metric.score !== undefined,
+      scored: withScore,
+      note: metric.note,
+    },
+    memory: { processMaxRssMiB: maxRssMiB },
+    avifAtMaxDimension: avif2048,
+    referenceTools,
+    rows,
+    notes,
+  };
+
+  const md = markdown(result);
+  let jsonPath: string;
+  if (parsed.out) {
+    jsonPath = resolve(parsed.out);
+    mkdirSync(dirname(jsonPath), { recursive: true });
+    writeFileSync(jsonPath, `${JSON.stringify(result, null, 2)}\n`);
+    writeFileSync(jsonPath.replace(/\.json$/i, '') + '.md', md);
+  } else {
+    const dir = join(HERE, 'results');
+    mkdirSync(dir, { recursive: true });
+    jsonPath = join(dir, 'latest.json');
+    const text = `${JSON.stringify(result, null, 2)}\n`;
+    writeFileSync(jsonPath, text);
+    writeFileSync(join(dir, `${result.date.replace(/[:.]/g, '-')}.json`), text);
+    writeFileSync(join(dir, 'latest.md'), md);
+  }
+  process.stdout.write(md);
+  log(`bench: ${result.durationSeconds} s; results in ${jsonPath} (${statSync(jsonPath).size} bytes)`);
+}
+
+await main();
