@@ -1,5 +1,13 @@
 #!/usr/bin/env node
+import { rmSync } from 'node:fs';
+import { pendingWrites } from './outputs.ts';
 import { run } from './program.ts';
 
-// exitCode rather than process.exit(): pending output on piped stdout is flushed before Node exits.
+// Ctrl-C mid-run: remove half-written temporary files (originals are only ever replaced by rename).
+process.once('SIGINT', () => {
+  for (const temp of pendingWrites) rmSync(temp, { force: true });
+  process.stderr.write('\ncompresso: interrupted\n');
+  process.exit(130);
+});
+
 process.exitCode = await run(process.argv.slice(2));

@@ -1,14 +1,5 @@
-export { expandInputs, type InputFile } from './compress/inputs.ts';
-export { outputPathFor } from './compress/outputs.ts';
-export { type CompressReport, compressFiles, type FileError, type FileResult } from './compress/run.ts';
-export {
-  type CliContext,
-  type CliIO,
-  cliContext,
-  EXIT_FAILED,
-  EXIT_OK,
-  EXIT_USAGE,
-  type OutputStream,
-  UsageError,
-} from './context.ts';
-export { createProgram, processIO, run, VERSION } from './program.ts';
+export { contextOf, type RunContext } from './context.ts';
+export { type CliIo, type CliOutput, processIo } from './io.ts';
+export { COMMANDS, type CommandModule, createProgram, run, VERSION } from './program.ts';
+export type { FileFailure, FileResult, RunReport, Totals } from './report.ts';
+export { EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UsageError } from './usage-error.ts';

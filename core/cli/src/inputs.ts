@@ -68,7 +68,8 @@ function isMinified(path: string): boolean {
   return name.toLowerCase().endsWith('.min');
 }
 
-function displayPath(cwd: string, path: string): string {
+/** Relative to the working directory when inside it, else absolute. */
+export function displayPath(cwd: string, path: string): string {
   const rel = relative(cwd, path);
   return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : path;
 }

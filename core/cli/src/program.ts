@@ -1,66 +1,70 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import {
-  attachContext,
-  type CliIO,
-  cliContext,
-  EXIT_FAILED,
-  EXIT_OK,
-  EXIT_USAGE,
-  UsageError,
-} from './context.ts';
+import { attachContext, contextOf } from './context.ts';
+import { type CliIo, processIo } from './io.ts';
 import * as commands from './registry.ts';
+import { EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UsageError } from './usage-error.ts';
 
-const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-  version: string;
-};
-
-export const VERSION = manifest.version;
-
-export function processIO(): CliIO {
-  return { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd(), env: process.env };
+/** A command of `compresso`: one file in src/commands/ that adds itself to the program. */
+export interface CommandModule {
+  register(program: Command): void;
 }
 
-/** The `compresso` program with every command of the registry, writing only to `io`. */
-export function createProgram(io: CliIO = processIO()): Command {
+/** Every command, in help order (see registry.ts). */
+export const COMMANDS: readonly CommandModule['register'][] = Object.values(commands);
+
+const packageJson = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+export const VERSION = packageJson.version;
+
+/**
+ * The whole `compresso` program, writing through `io` and never exiting the process: commander's
+ * exits become exceptions (exitOverride) that run() turns into a status.
+ */
+export function createProgram(io: CliIo = processIo()): Command {
   const program = new Command('compresso')
-    .description('Compresso: open image optimization. Compress images locally, serve the API, manage keys.')
-    .version(VERSION, '-V, --version', 'print the version')
+    .description(
+      'Compresso: open image optimization. Compress images locally with the same engine as the API.',
+    )
+    .version(VERSION, '-V, --version', 'print the version and exit')
     .helpOption('-h, --help', 'show help (also: compresso help <command>)')
     .showHelpAfterError('(add --help for usage)')
-    // Commander would call process.exit; throwing instead lets run() return the code to its caller.
-    .exitOverride()
     .configureOutput({
-      writeOut: (text) => io.stdout.write(text),
-      writeErr: (text) => io.stderr.write(text),
+      writeOut: (text) => void io.stdout.write(text),
+      writeErr: (text) => void io.stderr.write(text),
       getOutHelpWidth: () => io.stdout.columns ?? 100,
       getErrHelpWidth: () => io.stderr.columns ?? 100,
-    });
+    })
+    .exitOverride();
   attachContext(program, { io, exitCode: EXIT_OK });
-  for (const register of Object.values(commands)) register(program);
+  // Subcommands made with program.command() inherit the output and exit settings above.
+  for (const register of COMMANDS) register(program);
   return program;
 }
 
 /**
- * Run `compresso` with `argv` (the arguments after the program name) and return the exit code:
- * 0 success, 1 some work failed, 2 usage error. Never exits the process.
+ * Run `compresso` with `argv` (the arguments after the program name) and resolve to the exit status:
+ * 0 success, 1 some file failed, 2 usage error. Usable in-process by tests and by bin.ts alike.
  */
-export async function run(argv: readonly string[], io: CliIO = processIO()): Promise<number> {
+export async function run(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
   const program = createProgram(io);
+  const context = contextOf(program);
   try {
     await program.parseAsync([...argv], { from: 'user' });
+    return context.exitCode;
   } catch (error) {
     if (error instanceof CommanderError) {
-      // Commander has already printed help, the version or its error message.
+      // Help and version end with 0; everything else commander rejects is a usage error, already
+      // reported by commander in its own words.
       return error.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
     }
     if (error instanceof UsageError) {
-      io.stderr.write(`error: ${error.message}\n`);
+      io.stderr.write(`compresso: error: ${error.message}\n`);
       return EXIT_USAGE;
     }
     const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
-    io.stderr.write(`error: unexpected failure (please report it): ${detail}\n`);
-    return EXIT_FAILED;
+    io.stderr.write(`compresso: unexpected error (a bug; please report it):\n${detail}\n`);
+    return EXIT_FAILURES;
   }
-  return cliContext(program).exitCode;
 }

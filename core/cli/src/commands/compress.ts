@@ -1,6 +1,6 @@
+import { open, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { open, stat } from 'node:fs/promises';
 import { createEngine, PNG_TO_JPEG_MIN_SAVING } from '@compresso/engine';
 import {
   type CompressOptions,
@@ -16,7 +16,7 @@ import {
 } from '@compresso/schema';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { contextOf } from '../context.ts';
-import { type ExpandOptions, expandInputs, type InputFile } from '../inputs.ts';
+import { displayPath, type ExpandOptions, expandInputs, type InputFile } from '../inputs.ts';
 import {
   canonicalOutput,
   OutputGuard,
@@ -91,7 +91,8 @@ function toFailure(input: InputFile, error: unknown): FileFailure {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   const message = error instanceof Error ? error.message : String(error);
   if (code === 'ENOENT') return failure(input, 'NOT_FOUND', 'the file no longer exists.');
-  if (code === 'EACCES' || code === 'EPERM') return failure(input, 'FORBIDDEN', `permission denied (${message}).`);
+  if (code === 'EACCES' || code === 'EPERM')
+    return failure(input, 'FORBIDDEN', `permission denied (${message}).`);
   return failure(input, 'INTERNAL_ERROR', message);
 }
 
@@ -145,7 +146,10 @@ async function compressAction(inputs: string[], flags: CompressFlags, command: C
   };
   const expansion = await expandInputs(inputs, expandOptions);
   if (expansion.files.length === 0) {
-    const parts = [...expansion.missing.map((a) => `${a} (not found)`), ...expansion.empty.map((a) => `${a} (no images)`)];
+    const parts = [
+      ...expansion.missing.map((a) => `${a} (not found)`),
+      ...expansion.empty.map((a) => `${a} (no images)`),
+    ];
     throw new UsageError(`no input files matched: ${parts.join(', ')}.`);
   }
   if (!flags.json && !flags.quiet) {
@@ -183,7 +187,7 @@ async function compressAction(inputs: string[], flags: CompressFlags, command: C
       const path = outputPathOf(file, format, rules);
       const real = await canonicalOutput(path);
       try {
-        guard.claim(file, real, displayOf(file, path, io.cwd));
+        guard.claim(file, real, displayPath(io.cwd, path));
         return { real, error: undefined };
       } catch (error) {
         return { real, error };
@@ -213,20 +217,24 @@ async function compressAction(inputs: string[], flags: CompressFlags, command: C
       }
       const { data, info } = await engine.optimize(bytes, options);
       const output = outputPathOf(file, info.output_format, rules);
-      let real = await canonicalOutput(output);
+      const real = await canonicalOutput(output);
       if (real !== early?.real) {
         // The engine chose another format than the name suggested (png-to-jpeg, a mislabelled file).
         if (early) guard.release(file, early.real);
-        guard.claim(file, real, displayOf(file, output, io.cwd));
+        guard.claim(file, real, displayPath(io.cwd, output));
       }
       const inPlace = real === file.real;
       const written = !(inPlace && !info.optimized);
       if (written) {
         const mode = inPlace ? (await stat(file.path)).mode : undefined;
         await writeFileAtomic(output, data, mode);
-        real = await canonicalOutput(output);
       }
-      const result: FileResult = { input: file.display, output: displayOf(file, output, io.cwd), written, ...info };
+      const result: FileResult = {
+        input: file.display,
+        output: displayPath(io.cwd, output),
+        written,
+        ...info,
+      };
       results[index] = result;
       reporter.done(result);
     } catch (error) {
@@ -256,13 +264,6 @@ async function compressAction(inputs: string[], flags: CompressFlags, command: C
   };
   reporter.finish(report);
   context.exitCode = Math.max(context.exitCode, errors.length ? EXIT_FAILURES : EXIT_OK);
-}
-
-function displayOf(file: InputFile, output: string, cwd: string): string {
-  // Shown the way the input was shown: relative when the input was, so paths line up in the report.
-  if (file.display === file.path) return output;
-  const rel = output.startsWith(cwd + '/') ? output.slice(cwd.length + 1) : output;
-  return rel;
 }
 
 const HELP_AFTER = `
@@ -299,8 +300,14 @@ export function register(program: Command): void {
     .description(
       'Compress images on this machine with the Compresso engine (sharp/libvips): JPEG, PNG, WebP, AVIF, GIF, TIFF and HEIC in; JPEG, PNG, WebP, AVIF or GIF out. No account or network needed.',
     )
-    .argument('<inputs...>', 'image files, folders (searched recursively) or glob patterns (quote them: "img/**/*.png")')
-    .option('-o, --output-dir <dir>', 'write outputs into DIR (created if missing) (default: beside each input, as NAME.min.EXT)')
+    .argument(
+      '<inputs...>',
+      'image files, folders (searched recursively) or glob patterns (quote them: "img/**/*.png")',
+    )
+    .option(
+      '-o, --output-dir <dir>',
+      'write outputs into DIR (created if missing) (default: beside each input, as NAME.min.EXT)',
+    )
     .addOption(
       new Option(
         '-f, --format <format>',
@@ -327,15 +334,24 @@ export function register(program: Command): void {
       '--png-to-jpeg',
       `write an opaque PNG as JPEG when that is at least ${Math.round(PNG_TO_JPEG_MIN_SAVING * 100)}% smaller than the best PNG; transparent PNGs stay PNG; ignored with --format (default: off)`,
     )
-    .option('--overwrite', 'replace each input in place when its format is unchanged (default: inputs are never written over)')
-    .option('--no-recursive', 'take only the files directly inside folder arguments (default: search sub-folders too)')
+    .option(
+      '--overwrite',
+      'replace each input in place when its format is unchanged (default: inputs are never written over)',
+    )
+    .option(
+      '--no-recursive',
+      'take only the files directly inside folder arguments (default: search sub-folders too)',
+    )
     .addOption(
       new Option(
         '--concurrency <n>',
         `images compressed at once, 1 to ${MAX_CONCURRENCY}; files are read one at a time as each slot frees (default: one per CPU core, here ${availableParallelism()})`,
       ).argParser(parseConcurrency),
     )
-    .option('--json', 'print one JSON document on stdout: per-file results, per-file errors and totals (no progress, no text)')
+    .option(
+      '--json',
+      'print one JSON document on stdout: per-file results, per-file errors and totals (no progress, no text)',
+    )
     .option('--quiet', 'print nothing but failures (no progress bar, per-file lines or summary)')
     .addHelpText('after', HELP_AFTER)
     .action(compressAction);
