@@ -21,3 +21,121 @@ export function exifHasGps(exif: Uint8Array | undefined): boolean {
   }
   return false;
 }
+
+const XMP_PREFIXES = ['http://ns.adobe.com/xap/1.0/\0', 'http://ns.adobe.com/xmp/extension/\0'];
+
+function startsWith(bytes: Uint8Array, at: number, text: string): boolean {
+  if (at + text.length > bytes.length) return false;
+  for (let i = 0; i < text.length; i++) if (bytes[at + i] !== text.charCodeAt(i)) return false;
+  return true;
+}
+
+/**
+ * Which JPEG marker segments are privacy metadata rather than part of how the image looks:
+ * APP1 Exif (GPS, camera serials, thumbnails) and XMP, APP13 Photoshop IRB (IPTC), APP2 MPF (it
+ * indexes the extra images after EOI, which are dropped too), COM comments. APP0 JFIF, APP2
+ * ICC_PROFILE and APP14 Adobe (colour transform of CMYK/YCCK files) change how pixels render and stay.
+ */
+function isJpegMetadata(bytes: Uint8Array, marker: number, body: number): boolean {
+  if (marker === 0xe1)
+    return startsWith(bytes, body, 'Exif\0') || XMP_PREFIXES.some((p) => startsWith(bytes, body, p));
+  if (marker === 0xed || marker === 0xfe) return true;
+  if (marker === 0xe2) return startsWith(bytes, body, 'MPF\0');
+  return false;
+}
+
+/**
+ * Remove EXIF, XMP and IPTC from a JPEG without touching the compressed pixels. Walks the marker
+ * segments (and, between scans, the entropy-coded data with indexOf, so it stays fast on 50 MB) and
+ * stops at the first EOI: anything after it (MPF secondary images, which carry their own EXIF) goes.
+ * Returns undefined when the structure is not what the standard says; the caller then re-encodes.
+ */
+function stripJpeg(bytes: Uint8Array): Uint8Array | undefined {
+  const keep: [number, number][] = [[0, 2]];
+  let at = 2;
+  while (at + 2 <= bytes.length) {
+    if (bytes[at] !== 0xff) return undefined;
+    const marker = bytes[at + 1]!;
+    if (marker === 0xff) {
+      at++; // fill byte
+      continue;
+    }
+    if (marker === 0xd9) {
+      keep.push([at, at + 2]);
+      return concat(bytes, keep);
+    }
+    if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {
+      keep.push([at, at + 2]);
+      at += 2;
+      continue;
+    }
+    if (at + 4 > bytes.length) return undefined;
+    const length = (bytes[at + 2]! << 8) | bytes[at + 3]!;
+    const end = at + 2 + length;
+    if (length < 2 || end > bytes.length) return undefined;
+    if (!isJpegMetadata(bytes, marker, at + 4)) keep.push([at, end]);
+    at = end;
+    if (marker === 0xda) {
+      // Entropy-coded data: ends at the first 0xFF that is not a stuffed 0x00 or a restart marker.
+      let scan = at;
+      for (;;) {
+        const ff = bytes.indexOf(0xff, scan);
+        if (ff < 0 || ff + 1 >= bytes.length) return undefined;
+        const next = bytes[ff + 1]!;
+        if (next === 0x00 || (next >= 0xd0 && next <= 0xd7) || next === 0xff) {
+          scan = ff + (next === 0xff ? 1 : 2);
+          continue;
+        }
+        keep.push([at, ff]);
+        at = ff;
+        break;
+      }
+    }
+  }
+  return undefined;
+}
+
+const PNG_METADATA_CHUNKS = new Set(['eXIf', 'tEXt', 'zTXt', 'iTXt']);
+
+/**
+ * Remove EXIF (eXIf) and text chunks (tEXt/zTXt/iTXt, where XMP and tools' comments live) from a PNG.
+ * iCCP, gAMA, cHRM, sRGB and everything else that shapes the pixels stay, as does APNG animation.
+ */
+function stripPng(bytes: Uint8Array): Uint8Array | undefined {
+  const keep: [number, number][] = [[0, 8]];
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let at = 8;
+  while (at + 12 <= bytes.length) {
+    const length = view.getUint32(at);
+    const type = String.fromCharCode(bytes[at + 4]!, bytes[at + 5]!, bytes[at + 6]!, bytes[at + 7]!);
+    const end = at + 12 + length;
+    if (end > bytes.length) return undefined;
+    if (!PNG_METADATA_CHUNKS.has(type)) keep.push([at, end]);
+    at = end;
+    if (type === 'IEND') return concat(bytes, keep);
+  }
+  return undefined;
+}
+
+function concat(bytes: Uint8Array, ranges: [number, number][]): Uint8Array {
+  let total = 0;
+  for (const [a, b] of ranges) total += b - a;
+  const out = Buffer.allocUnsafe(total);
+  let at = 0;
+  for (const [a, b] of ranges) {
+    out.set(bytes.subarray(a, b), at);
+    at += b - a;
+  }
+  return out;
+}
+
+/**
+ * The input with its EXIF, XMP and IPTC removed losslessly, for JPEG and PNG (the formats whose
+ * metadata sits in self-contained segments). Undefined for other formats, or when the file does not
+ * parse cleanly. The result may equal the input in size when there was nothing to remove.
+ */
+export function stripMetadataLossless(bytes: Uint8Array, format: string): Uint8Array | undefined {
+  if (format === 'jpeg' && bytes[0] === 0xff && bytes[1] === 0xd8) return stripJpeg(bytes);
+  if (format === 'png' && bytes.length > 8) return stripPng(bytes);
+  return undefined;
+}

@@ -6,6 +6,7 @@ import {
 } from '@compresso/schema';
 import type { Sharp } from 'sharp';
 import { applyEncoder, type EncodeSettings } from './encode.ts';
+import { stripMetadataLossless } from './exif.ts';
 import { type EngineLimits, withTimeLimit } from './limits.ts';
 import { fromSharpError } from './sharp-errors.ts';
 import { openSource, type Source } from './source.ts';
@@ -147,13 +148,15 @@ export async function optimizeImage(
   const autoQuality = options.quality === 'auto';
   const reencodeOnly =
     encoded.format === inputFormat && encoded.width === source.width && encoded.height === source.height;
-  if (reencodeOnly && encoded.data.length >= bytes.length) {
+  const original = reencodeOnly ? originalWithoutReencode(bytes, source, options) : undefined;
+  if (original && original.data.length <= encoded.data.length) {
+    const unchanged = !original.stripped;
     return {
-      data: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+      data: Buffer.from(original.data.buffer, original.data.byteOffset, original.data.byteLength),
       info: {
         input_size: bytes.length,
-        output_size: bytes.length,
-        savings_percent: 0,
+        output_size: original.data.length,
+        savings_percent: unchanged ? 0 : round1((1 - original.data.length / bytes.length) * 100),
         input_format: inputFormat,
         output_format: encoded.format,
         input_width: source.width,
@@ -162,8 +165,8 @@ export async function optimizeImage(
         height: source.height,
         quality: encoded.quality,
         auto_quality: autoQuality,
-        optimized: false,
-        metadata_stripped: false,
+        optimized: !unchanged,
+        metadata_stripped: original.stripped,
         frames: source.frames,
       },
     };
@@ -187,6 +190,27 @@ export async function optimizeImage(
   };
   if (score !== undefined) info.score = round1(score);
   return { data: encoded.data, info };
+}
+
+/**
+ * Never larger: when only a re-encode was asked for, the input's own pixels are a candidate too — but
+ * only if handing them back keeps the promises of strip_exif. With stripping on, an input whose
+ * orientation is not 1 must be re-encoded (its EXIF is what rotates it), a JPEG or PNG is offered
+ * with its EXIF/XMP/IPTC cut out losslessly, and any other format that carries metadata is not
+ * offered at all (the re-encode wins even when a little larger: GPS must not leak).
+ */
+function originalWithoutReencode(
+  bytes: Uint8Array,
+  source: Source,
+  options: CompressOptions,
+): { data: Uint8Array; stripped: boolean } | undefined {
+  if (!options.strip_exif) return { data: bytes, stripped: false };
+  if (source.orientation !== 1) return undefined;
+  const stripped = stripMetadataLossless(bytes, source.format);
+  if (stripped) return { data: stripped, stripped: stripped.length < bytes.length };
+  const m = source.metadata;
+  if (m?.exif || m?.xmp || m?.iptc) return undefined;
+  return { data: bytes, stripped: false };
 }
 
 /** An alpha channel that is 255 everywhere is no transparency at all (common in exported PNGs). */

@@ -54,15 +54,16 @@ export function animatedGif(frames: number, width: number, height: number): Prom
 }
 
 /**
- * A 40×20 JPEG stored sideways with EXIF orientation 6 (display = rotate 90° clockwise). The stored
- * top-left 10×10 block is red, the rest blue; upright, the red block is the top-right corner of a
- * 20×40 image.
+ * A 120×60 noisy JPEG stored sideways with EXIF orientation `orientation` (6 = display rotated 90°
+ * clockwise). The stored top-left 30×30 block is pure red; upright (orientation 6) it is the top-right
+ * corner of a 60×120 image. Quality 95, so a default re-encode is smaller.
  */
 export async function sidewaysJpeg(orientation = 6): Promise<Buffer> {
-  const red = await sharp({ create: { width: 10, height: 10, channels: 3, background: '#ff0000' } })
+  const red = await sharp({ create: { width: 30, height: 30, channels: 3, background: '#ff0000' } })
     .png()
     .toBuffer();
-  return sharp({ create: { width: 40, height: 20, channels: 3, background: '#0000ff' } })
+  const base = await noise(120, 60).png().toBuffer();
+  return sharp(base)
     .composite([{ input: red, left: 0, top: 0 }])
     .jpeg({ quality: 95 })
     .withMetadata({ orientation })
