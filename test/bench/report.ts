@@ -48,6 +48,7 @@ export interface BenchResult {
     avifEffort: number;
     webpEffort: number;
     minJobsPerBatch: number;
+    repeat: number;
     images: string[];
   };
   metric: { name: string; available: boolean; scored: boolean; note: string };
@@ -113,7 +114,8 @@ export function markdown(result: BenchResult): string {
   out.push('');
   out.push(
     `${settings.images.length} images${settings.quick ? ' (--quick)' : ''}, resized to fit ${settings.maxDimension}×${settings.maxDimension} (never enlarged), ` +
-      `${settings.concurrency} images in flight for the engine, raw sharp and the reference tools alike. ` +
+      `${settings.concurrency} images in flight for the engine, raw sharp and the reference tools alike; ` +
+      `engine and raw sharp speeds are the best of ${settings.repeat} alternating pass(es). ` +
       `Default quality ${settings.defaultQuality}; AVIF effort ${settings.avifEffort}, WebP effort ${settings.webpEffort}. ` +
       `Score: ${result.metric.scored ? 'SSIMULACRA2 of each output against the resized source (90 visually lossless, 80 very high, 70 high)' : `none (${result.metric.note})`}. ` +
       `Run took ${result.durationSeconds} s (${result.timedSeconds} s timed).`,
