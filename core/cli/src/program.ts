@@ -18,6 +18,13 @@ const packageJson = JSON.parse(readFileSync(new URL('../package.json', import.me
 };
 export const VERSION = packageJson.version;
 
+const PROGRAM_HELP_AFTER = `
+Run "compresso <command> --help" for a command's options, defaults and examples.
+
+Exit status: 0 success; 1 some file failed (each failure named on stderr with its error code);
+2 usage error (a bad option value, an unknown option, or no input matched).
+`;
+
 /**
  * The whole `compresso` program, writing through `io` and never exiting the process: commander's
  * exits become exceptions (exitOverride) that run() turns into a status.
@@ -36,6 +43,7 @@ export function createProgram(io: CliIo = processIo()): Command {
       getOutHelpWidth: () => io.stdout.columns ?? 100,
       getErrHelpWidth: () => io.stderr.columns ?? 100,
     })
+    .addHelpText('after', PROGRAM_HELP_AFTER)
     .exitOverride();
   attachContext(program, { io, exitCode: EXIT_OK });
   // Subcommands made with program.command() inherit the output and exit settings above.

@@ -64,11 +64,12 @@ export function summaryLine(totals: Totals): string {
   const parts = [`${totals.succeeded} ${totals.succeeded === 1 ? 'file' : 'files'} compressed`];
   if (totals.failed) parts.push(`${totals.failed} failed`);
   if (totals.skipped) parts.push(`${totals.skipped} skipped`);
+  const time = `in ${formatDuration(totals.duration_ms)}`;
+  if (totals.succeeded === 0) return `${parts.join(', ')} ${time}`;
   const saved = totals.input_size - totals.output_size;
   return (
     `${parts.join(', ')}: ${formatBytes(totals.input_size)} → ${formatBytes(totals.output_size)}, ` +
-    `saved ${totals.savings_percent}% (${saved >= 0 ? formatBytes(saved) : `-${formatBytes(-saved)}`}) ` +
-    `in ${formatDuration(totals.duration_ms)}`
+    `saved ${totals.savings_percent}% (${saved >= 0 ? formatBytes(saved) : `-${formatBytes(-saved)}`}) ${time}`
   );
 }
 
