@@ -77,7 +77,9 @@ export function resultLine(result: FileResult): string {
   const sizes = `${formatBytes(result.input_size)} → ${formatBytes(result.output_size)}`;
   const note = result.optimized
     ? `${result.savings_percent >= 0 ? '-' : '+'}${Math.abs(result.savings_percent)}%`
-    : 'already optimal, kept as is';
+    : result.written
+      ? 'already optimal, copied unchanged'
+      : 'already optimal, left as is';
   return `${result.input} → ${result.output}  ${sizes}  ${note}`;
 }
 
