@@ -21,8 +21,21 @@ function isoBrands(bytes: Uint8Array): string[] {
   return brands;
 }
 
+const BMP_DIB_SIZES = new Set([12, 16, 40, 52, 56, 64, 108, 124]);
+
+function readUint32LE(bytes: Uint8Array, at: number): number {
+  if (at + 4 > bytes.length) return -1;
+  return (bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24)) >>> 0;
+}
+
 const UNSUPPORTED: [string, (b: Uint8Array) => boolean][] = [
-  ['BMP', (b) => ascii(b, 0, 2) === 'BM'],
+  // "BM" alone starts plenty of text ("BMW…"): also require the zero reserved words and a known
+  // DIB header size.
+  [
+    'BMP',
+    (b) => ascii(b, 0, 2) === 'BM' && readUint32LE(b, 6) === 0 && BMP_DIB_SIZES.has(readUint32LE(b, 14)),
+  ],
+  ['GIMP XCF', (b) => ascii(b, 0, 8) === 'gimp xcf'],
   ['PDF', (b) => ascii(b, 0, 5) === '%PDF-'],
   ['Photoshop (PSD)', (b) => ascii(b, 0, 4) === '8BPS'],
   ['ICO', (b) => b[0] === 0 && b[1] === 0 && b[2] === 1 && b[3] === 0 && b.length > 6],
@@ -63,6 +76,15 @@ export function detectFormat(bytes: Uint8Array): Detected {
     if (brands.some((x) => x === 'avif' || x === 'avis')) return { format: 'avif', hevc: false };
     if (brands.some((x) => HEVC_BRANDS.has(x))) return { format: 'heif', hevc: true };
     if (brands.some((x) => x === 'mif1' || x === 'msf1')) return { format: 'heif', hevc: true };
+    // The same container carries video and camera raw (Canon CR3 is "crx "): say which.
+    const kind = brands.includes('crx ')
+      ? 'Canon CR3 raw'
+      : `ISO media (brand "${brands[0]!.trim()}", e.g. video)`;
+    throw new CompressoError(
+      'UNSUPPORTED_FORMAT',
+      `file: ${kind} files are not supported; send JPEG, PNG, WebP, AVIF, GIF, TIFF or HEIC.`,
+      { details: { format: brands[0]!.trim() } },
+    );
   }
   if (looksLikeSvg(b)) {
     throw new CompressoError(

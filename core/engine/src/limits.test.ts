@@ -127,3 +127,45 @@ describe('hostile and broken input', () => {
     expect(messages.size).toBe(3);
   });
 });
+
+describe('broken files of every format', () => {
+  it('names each broken format CORRUPT_IMAGE with the telling reason', async () => {
+    const base = noise(64, 64);
+    const files = {
+      webp: await base.clone().webp().toBuffer(),
+      avif: await base.clone().avif({ effort: 0 }).toBuffer(),
+      tiff: await base.clone().tiff().toBuffer(),
+    };
+    for (const [format, file] of Object.entries(files)) {
+      const error = await refusal(engine.optimize(file.subarray(0, file.length >> 1)));
+      expect(error.code, format).toBe('CORRUPT_IMAGE');
+      expect(error.message).not.toMatch(/bad seek/);
+    }
+    const header = corpus('photo-skimage-rocket.jpg').subarray(0, 300);
+    expect((await refusal(engine.optimize(header))).message).toMatch(/premature end of JPEG image\)\.$/);
+  });
+
+  it('an option error stays a programming error, not a 4xx', async () => {
+    const { fromSharpError } = await import('./sharp-errors.ts');
+    const bug = new Error('Expected positive integer between 1 and 100000000 for width but received -1');
+    expect(() => fromSharpError(bug)).toThrow(bug);
+  });
+});
+
+describe('format detection', () => {
+  it('trusts bytes, not names: text starting with "BM" is not a BMP', async () => {
+    const error = await refusal(
+      engine.optimize(Buffer.from('BMW 320d, 2019, one owner, full service history')),
+    );
+    expect(error.code).toBe('NOT_AN_IMAGE');
+  });
+
+  it('refuses video in an ISO container by name', async () => {
+    const mp4 = Buffer.alloc(64);
+    mp4.writeUInt32BE(24, 0);
+    mp4.write('ftypisom\0\0\x02\0isomiso2', 4, 'latin1');
+    const error = await refusal(engine.optimize(mp4));
+    expect(error.code).toBe('UNSUPPORTED_FORMAT');
+    expect(error.message).toMatch(/ISO media \(brand "isom"/);
+  });
+});
