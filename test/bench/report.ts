@@ -25,6 +25,8 @@ export interface Row {
   peakRssMiB: number | null;
   errors: string[];
   identicalToEngine?: number;
+  /** Reference tools: total bytes relative to the engine's for the same images, in percent. */
+  bytesVsEnginePercent?: number;
   rawImagesPerSecond?: number;
   engineOverRaw?: number;
 }
@@ -73,6 +75,11 @@ function score(row: Row): string {
   return `${n(row.meanScore)} (min ${n(row.minScore)})`;
 }
 
+function versus(row: Row): string {
+  if (row.bytesVsEnginePercent === undefined) return '';
+  return `${row.bytesVsEnginePercent > 0 ? '+' : ''}${n(row.bytesVsEnginePercent)} %`;
+}
+
 const ENCODER_ORDER = ['engine', 'sharp'];
 function encoderRank(encoder: string): number {
   const i = ENCODER_ORDER.indexOf(encoder);
@@ -81,8 +88,8 @@ function encoderRank(encoder: string): number {
 
 function table(rows: Row[], defaultQuality: number): string[] {
   const lines = [
-    '| format | quality | encoder | img/s | raw sharp img/s | engine ÷ raw | saved | SSIMULACRA2 mean (min) | peak RSS MiB |',
-    '|---|---|---|---:|---:|---:|---:|---:|---:|',
+    '| format | quality | encoder | img/s | raw sharp img/s | engine ÷ raw | saved | bytes vs engine | SSIMULACRA2 mean (min) | peak RSS MiB |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|',
   ];
   const sorted = [...rows]
     .filter((r) => r.encoder !== 'sharp')
@@ -95,7 +102,7 @@ function table(rows: Row[], defaultQuality: number): string[] {
   for (const r of sorted) {
     const engine = r.encoder === 'engine';
     lines.push(
-      `| ${r.format} | ${qualityLabel(r, defaultQuality)} | ${r.encoder} | ${n(r.imagesPerSecond, 2)} | ${engine ? n(r.rawImagesPerSecond, 2) : ''} | ${engine ? n(r.engineOverRaw, 2) : ''} | ${n(r.savedPercent)} % | ${score(r)} | ${engine ? n(r.peakRssMiB, 0) : ''} |`,
+      `| ${r.format} | ${qualityLabel(r, defaultQuality)} | ${r.encoder} | ${n(r.imagesPerSecond, 2)} | ${engine ? n(r.rawImagesPerSecond, 2) : ''} | ${engine ? n(r.engineOverRaw, 2) : ''} | ${n(r.savedPercent)} % | ${versus(r)} | ${score(r)} | ${engine ? n(r.peakRssMiB, 0) : ''} |`,
     );
   }
   return lines;

@@ -376,6 +376,15 @@ function rowsFor(selected: Batch[]): Row[] {
       if (ofKind.length) rows.push(toRow(kind, ofKind));
     }
   }
+  // Reference rows are sized against the engine at the same default quality.
+  for (const row of rows) {
+    if (row.encoder === 'engine' || row.encoder === 'sharp') continue;
+    const engine = rows.find(
+      (r) => r.encoder === 'engine' && r.kind === row.kind && r.format === row.format && r.mode === row.mode,
+    );
+    if (engine?.outputBytes && engine.images === row.images)
+      row.bytesVsEnginePercent = round((row.outputBytes / engine.outputBytes - 1) * 100, 1);
+  }
   // Engine rows carry their raw-sharp counterpart's speed and the overhead ratio.
   for (const row of rows) {
     if (row.encoder !== 'engine') continue;
