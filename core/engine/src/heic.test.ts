@@ -2,7 +2,7 @@ import { CompressoError } from '@compresso/schema';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEngine } from './engine.ts';
-import { closeHeicDecoder, decodeHeic, heicDecoderStats, heicDimensions } from './heic.ts';
+import { closeHeicDecoder, decodeHeic, heicDecoderStats, heicDimensions, heicMetadata } from './heic.ts';
 import { DEFAULT_LIMITS } from './limits.ts';
 import { corpus } from './test-support/corpus.ts';
 
@@ -40,6 +40,33 @@ describe('HEIC input', () => {
       expect(Math.max(meta.width, meta.height)).toBe(320);
       expect(meta.hasAlpha).toBe(false);
     }
+  });
+
+  it('reads the EXIF item from the container, so inspect() reports it without sharp', async () => {
+    const exif = heicMetadata(dune).exif;
+    expect(Buffer.from(exif!.subarray(0, 4)).toString('latin1')).toBe('II*\0');
+    expect((await engine.inspect(dune)).metadata).toEqual({
+      exif: true,
+      xmp: false,
+      iptc: false,
+      gps: false,
+    });
+    expect(heicMetadata(rocket).exif).toBeUndefined();
+    // Decoded pixels carry nothing: the JPEG made from it has no EXIF.
+    const { data } = await engine.optimize(dune, { max_dimension: 200 });
+    expect((await engine.inspect(data)).metadata.exif).toBe(false);
+  });
+
+  it('refuses a HEIC that declares 50000×50000 from its header, without starting a decode', async () => {
+    const bomb = Buffer.from(dune);
+    const ispe = bomb.indexOf('ispe');
+    bomb.writeUInt32BE(50_000, ispe + 8);
+    bomb.writeUInt32BE(50_000, ispe + 12);
+    const started = performance.now();
+    const error = await engine.optimize(bomb).catch((e: unknown) => e);
+    expect((error as CompressoError).code).toBe('IMAGE_TOO_LARGE');
+    expect((error as CompressoError).message).toContain('50000×50000');
+    expect(performance.now() - started).toBeLessThan(50);
   });
 
   it('inspects without alpha and upright', async () => {

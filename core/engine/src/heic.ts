@@ -108,6 +108,98 @@ export function heicDimensions(bytes: Uint8Array): { width: number; height: numb
   return best;
 }
 
+function readUint(bytes: Uint8Array, at: number, size: number): number {
+  let value = 0;
+  for (let i = 0; i < size; i++) value = value * 256 + bytes[at + i]!;
+  return value;
+}
+
+export interface HeicMetadata {
+  /** The EXIF item as a TIFF block ("MM"/"II" first), when the file has one. */
+  exif?: Uint8Array;
+  /** True when the file carries an XMP item (a "mime" item; HEIF uses no other kind in practice). */
+  xmp: boolean;
+}
+
+/**
+ * The EXIF and XMP items of a HEIF file, read from `iinf` (item types) and `iloc` (where items live)
+ * without decoding. sharp cannot open HEVC HEIC at all, so this is how inspect() can still say that an
+ * iPhone photo carries GPS.
+ */
+export function heicMetadata(bytes: Uint8Array): HeicMetadata {
+  const types = new Map<number, string>();
+  const places = new Map<number, { method: number; extents: [number, number][] }>();
+  let idat: [number, number] | undefined;
+  eachBox(bytes, 0, bytes.length, (type, body, end) => {
+    if (type !== 'meta') return;
+    eachBox(bytes, body + 4, end, (t, b, e) => {
+      const version = bytes[b]!;
+      if (t === 'idat') idat = [b, e];
+      if (t === 'iinf') {
+        const first = b + 4 + (version === 0 ? 2 : 4);
+        eachBox(bytes, first, e, (t2, b2, e2) => {
+          const v = bytes[b2]!;
+          if (t2 !== 'infe' || v < 2 || b2 + 12 > e2) return;
+          const idSize = v === 2 ? 2 : 4;
+          const id = readUint(bytes, b2 + 4, idSize);
+          const at = b2 + 4 + idSize + 2;
+          types.set(id, String.fromCharCode(...bytes.subarray(at, at + 4)));
+        });
+      }
+      if (t === 'iloc') {
+        let at = b + 4;
+        const offsetSize = bytes[at]! >> 4;
+        const lengthSize = bytes[at]! & 15;
+        const baseSize = bytes[at + 1]! >> 4;
+        const indexSize = version >= 1 ? bytes[at + 1]! & 15 : 0;
+        at += 2;
+        const idSize = version < 2 ? 2 : 4;
+        const count = readUint(bytes, at, idSize);
+        at += idSize;
+        for (let i = 0; i < count && at < e; i++) {
+          const id = readUint(bytes, at, idSize);
+          at += idSize;
+          let method = 0;
+          if (version >= 1) {
+            method = readUint(bytes, at, 2) & 15;
+            at += 2;
+          }
+          at += 2; // data_reference_index
+          const base = readUint(bytes, at, baseSize);
+          at += baseSize;
+          const extentCount = readUint(bytes, at, 2);
+          at += 2;
+          const extents: [number, number][] = [];
+          for (let x = 0; x < extentCount && at < e; x++) {
+            at += indexSize;
+            const offset = readUint(bytes, at, offsetSize);
+            at += offsetSize;
+            const length = readUint(bytes, at, lengthSize);
+            at += lengthSize;
+            extents.push([base + offset, length]);
+          }
+          places.set(id, { method, extents });
+        }
+      }
+    });
+  });
+  const result: HeicMetadata = { xmp: [...types.values()].includes('mime') };
+  for (const [id, type] of types) {
+    if (type !== 'Exif') continue;
+    const place = places.get(id);
+    const extent = place?.extents[0];
+    if (!place || !extent || place.method > 1) continue;
+    const origin = place.method === 1 ? (idat?.[0] ?? -1) : 0;
+    const start = origin + extent[0];
+    const end = start + (extent[1] || bytes.length - start);
+    if (origin < 0 || start + 4 > bytes.length || end > bytes.length) continue;
+    // The item starts with the offset of the TIFF header inside it (after an optional "Exif\0\0").
+    const tiff = start + 4 + readUint(bytes, start, 4);
+    if (tiff < end) result.exif = bytes.subarray(tiff, end);
+  }
+  return result;
+}
+
 function tooLarge(width: number, height: number, limits: EngineLimits): CompressoError {
   return new CompressoError(
     'IMAGE_TOO_LARGE',

@@ -7,6 +7,7 @@ import { openSource } from './source.ts';
 export async function inspectImage(bytes: Uint8Array, limits: EngineLimits): Promise<ImageInspection> {
   const source = await openSource(bytes, limits);
   const m = source.metadata;
+  const exif = m?.exif ?? source.heic?.exif;
   return {
     format: source.format,
     size: bytes.length,
@@ -19,10 +20,10 @@ export async function inspectImage(bytes: Uint8Array, limits: EngineLimits): Pro
     color_space: m?.space ?? 'srgb',
     icc_profile: Boolean(m?.icc),
     metadata: {
-      exif: Boolean(m?.exif),
-      xmp: Boolean(m?.xmp),
+      exif: Boolean(exif),
+      xmp: Boolean(m?.xmp) || Boolean(source.heic?.xmp),
       iptc: Boolean(m?.iptc),
-      gps: exifHasGps(m?.exif),
+      gps: exifHasGps(exif),
     },
   };
 }

@@ -1,7 +1,7 @@
 import { CompressoError, type InputFormat } from '@compresso/schema';
 import sharp, { type Metadata, type Sharp } from 'sharp';
 import { type Detected, detectFormat } from './detect.ts';
-import { decodeHeic } from './heic.ts';
+import { decodeHeic, type HeicMetadata, heicMetadata } from './heic.ts';
 import type { EngineLimits } from './limits.ts';
 import { fromSharpError } from './sharp-errors.ts';
 
@@ -19,6 +19,8 @@ export interface Source {
   limits: EngineLimits;
   /** sharp's header metadata; absent for HEVC HEIC, which sharp cannot parse. */
   metadata?: Metadata;
+  /** For HEVC HEIC: its EXIF and XMP items, read from the container (the decoded pixels carry none). */
+  heic?: HeicMetadata;
   /** A new sharp pipeline over the whole input (every frame when animated), limits applied. */
   pipeline(options?: { firstFrameOnly?: boolean }): Sharp;
 }
@@ -75,7 +77,9 @@ async function openHeic(bytes: Uint8Array, detected: Detected, limits: EngineLim
     height: raw.height,
     frames: 1,
     hasAlpha: raw.hasAlpha,
+    // libheif has already applied the irot/imir boxes, which take precedence over any EXIF tag.
     orientation: 1,
+    heic: heicMetadata(bytes),
     pipeline() {
       const p = sharp(raw.data, {
         raw: { width: raw.width, height: raw.height, channels: 4 },
