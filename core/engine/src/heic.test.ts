@@ -1,3 +1,6 @@
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { CompressoError } from '@compresso/schema';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -95,6 +98,15 @@ describe('HEIC input', () => {
     const broken = dune.subarray(0, dune.length >> 1);
     const error = await engine.optimize(broken).catch((e: unknown) => e);
     expect((error as CompressoError).code).toBe('CORRUPT_IMAGE');
+  });
+
+  it('an idle pool does not keep the process alive', async () => {
+    const probe = resolve(import.meta.dirname, 'test-support/heic-exit-probe.ts');
+    const started = performance.now();
+    const { stdout } = await promisify(execFile)(process.execPath, [probe], { timeout: 10_000 });
+    expect(stdout.trim()).toBe('640x427');
+    // Far below the pool's 15 s idle timeout: the thread is unref'd, not waited for.
+    expect(performance.now() - started).toBeLessThan(5000);
   });
 
   it('decodes in a worker: the event loop keeps ticking and decodes queue behind the limit', async () => {

@@ -1,9 +1,10 @@
 import { CompressoError, type ErrorCode } from '@compresso/schema';
+import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEngine } from './engine.ts';
 import { closeHeicDecoder } from './heic.ts';
 import { corpus } from './test-support/corpus.ts';
-import { animatedGif, noise, pngBomb } from './test-support/fixtures.ts';
+import { animated, animatedGif, noise, pngBomb } from './test-support/fixtures.ts';
 
 const engine = createEngine({ concurrency: 2 });
 
@@ -167,5 +168,30 @@ describe('format detection', () => {
     const error = await refusal(engine.optimize(mp4));
     expect(error.code).toBe('UNSUPPORTED_FORMAT');
     expect(error.message).toMatch(/ISO media \(brand "isom"/);
+  });
+});
+
+describe('outputs a format cannot hold', () => {
+  it('a 20000-px wide image as WebP → IMAGE_TOO_LARGE suggesting max_dimension', async () => {
+    const wide = await noise(20_000, 2).png().toBuffer();
+    const error = await refusal(engine.optimize(wide, { output_format: 'webp' }));
+    expect(error.code).toBe('IMAGE_TOO_LARGE');
+    expect(error.message).toMatch(/too large for WebP output.*max_dimension/);
+    const { info } = await engine.optimize(wide, { output_format: 'webp', max_dimension: 4000 });
+    expect(info.width).toBe(4000);
+  });
+
+  it('a multi-page TIFF is its first page, not an animation', async () => {
+    const twoPage = await animated(2, 16, 16).tiff().toBuffer();
+    expect((await sharp(twoPage).metadata()).pages).toBe(2);
+    expect(await engine.inspect(twoPage)).toMatchObject({
+      frames: 1,
+      animated: false,
+      width: 16,
+      height: 16,
+    });
+    const { data, info } = await engine.optimize(twoPage, { output_format: 'webp' });
+    expect(info).toMatchObject({ frames: 1, width: 16, height: 16 });
+    expect((await sharp(data).metadata()).pages ?? 1).toBe(1);
   });
 });

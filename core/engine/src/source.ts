@@ -106,7 +106,9 @@ export async function openSource(bytes: Uint8Array, limits: EngineLimits): Promi
   } catch (error) {
     fromSharpError(error);
   }
-  const frames = Math.max(1, metadata.pages ?? 1);
+  // A multi-page TIFF is a document (often a full image plus a thumbnail), not an animation: only
+  // its first page is an image we compress.
+  const frames = detected.format === 'tiff' ? 1 : Math.max(1, metadata.pages ?? 1);
   const frameHeight = frames > 1 ? (metadata.pageHeight ?? metadata.height) : metadata.height;
   const rawWidth = metadata.width;
   if (!rawWidth || !frameHeight)
