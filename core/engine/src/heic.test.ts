@@ -56,8 +56,9 @@ describe('HEIC input', () => {
     });
     expect(heicMetadata(rocket).exif).toBeUndefined();
     // Decoded pixels carry nothing: the JPEG made from it has no EXIF.
-    const { data } = await engine.optimize(dune, { max_dimension: 200 });
+    const { data, info } = await engine.optimize(dune, { max_dimension: 200, strip_exif: false });
     expect((await engine.inspect(data)).metadata.exif).toBe(false);
+    expect(info.metadata_stripped).toBe(true);
   });
 
   it('refuses a HEIC that declares 50000×50000 from its header, without starting a decode', async () => {

@@ -185,7 +185,8 @@ export async function optimizeImage(
     quality: encoded.quality,
     auto_quality: autoQuality,
     optimized: true,
-    metadata_stripped: options.strip_exif,
+    // HEIC pixels come out of the decoder without their EXIF/XMP, whatever strip_exif asked.
+    metadata_stripped: options.strip_exif || Boolean(source.heic?.exif || source.heic?.xmp),
     frames: ANIMATED_FORMATS.has(encoded.format) ? source.frames : 1,
   };
   if (score !== undefined) info.score = round1(score);
