@@ -3,6 +3,16 @@ export { AVIF_EFFORT, applyEncoder, type EncodeSettings, WEBP_EFFORT } from './e
 export { createEngine, type Engine, type EngineConfig, type EngineStats } from './engine.ts';
 export { exifHasGps } from './exif.ts';
 export { DEFAULT_LIMITS, type EngineLimits } from './limits.ts';
+export {
+  ALPHA_BACKGROUNDS,
+  closeMetricPool,
+  type DecodeToRgbOptions,
+  decodeToRgb,
+  METRIC_THREADS,
+  type RgbImage,
+  scoreAsync,
+  ssimulacra2,
+} from './metric/index.ts';
 export { type AutoEncoder, type OptimizeOutput, PNG_TO_JPEG_MIN_SAVING, prepare } from './optimize.ts';
 export { encoderQuality } from './quality.ts';
 export { Semaphore } from './semaphore.ts';

@@ -1,0 +1,94 @@
+import { availableParallelism } from 'node:os';
+import { Piscina } from 'piscina';
+import sharp, { type Sharp } from 'sharp';
+import { type RgbImage, ssimulacra2 } from './ssimulacra2.ts';
+import type { ScoreTask } from './worker.ts';
+
+export { type RgbImage, ssimulacra2 };
+
+/**
+ * Metric threads. A 2048-px score keeps one core busy for ~1–2 s and holds ~150 MB of float planes,
+ * so on small machines one thread (the other core keeps encoding), never more than two: more would
+ * only take cores away from libvips and multiply memory. Tasks beyond this wait in piscina's queue.
+ */
+export const METRIC_THREADS = Math.max(1, Math.min(2, availableParallelism() - 1));
+
+/** An idle metric thread exits after this, handing back its heap. */
+const IDLE_TIMEOUT_MS = 10_000;
+
+let pool: Piscina<ScoreTask, number> | undefined;
+
+/**
+ * Created on the first score, not at import (most processes never ask for "auto"); minThreads 0 so an
+ * idle pool holds no thread and never keeps the process alive.
+ */
+function metricPool(): Piscina<ScoreTask, number> {
+  pool ??= new Piscina<ScoreTask, number>({
+    filename: new URL('./worker.ts', import.meta.url).href,
+    minThreads: 0,
+    maxThreads: METRIC_THREADS,
+    idleTimeout: IDLE_TIMEOUT_MS,
+    concurrentTasksPerWorker: 1,
+  });
+  return pool;
+}
+
+/**
+ * SSIMULACRA2 computed in a worker thread, so the event loop is never blocked by the metric. The
+ * pixel buffers are copied to the worker (not transferred): callers such as the auto-quality search
+ * keep using the same reference for several scores.
+ */
+export async function scoreAsync(reference: RgbImage, distorted: RgbImage): Promise<number> {
+  if (reference.width !== distorted.width || reference.height !== distorted.height) {
+    throw new RangeError(
+      `SSIMULACRA2 needs images of the same size: reference ${reference.width}×${reference.height}, distorted ${distorted.width}×${distorted.height}`,
+    );
+  }
+  return metricPool().run({ reference, distorted });
+}
+
+/** Stop the metric threads (tests, graceful shutdown). A later score creates a new pool. */
+export async function closeMetricPool(): Promise<void> {
+  const current = pool;
+  pool = undefined;
+  if (current) await current.destroy();
+}
+
+/**
+ * Backgrounds for transparent images, as the reference tool does it: a transparent image is judged
+ * laid over a dark grey (10 %) and a light grey (90 %), and the worse of the two scores counts, so an
+ * error hidden by one background is caught by the other.
+ */
+export const ALPHA_BACKGROUNDS = [
+  { r: 26, g: 26, b: 26 },
+  { r: 230, g: 230, b: 230 },
+] as const;
+
+export interface DecodeToRgbOptions {
+  /** What transparent pixels are laid over (sRGB, 0–255). Default: mid grey (128). */
+  background?: { r: number; g: number; b: number };
+}
+
+/**
+ * Pixels as the metric takes them (a pipeline passed in is consumed): 8-bit sRGB RGB, first frame only, alpha composited onto
+ * `background` (in sRGB, as browsers composite). Callers that care about transparency should score
+ * against each of `ALPHA_BACKGROUNDS` and keep the minimum (see `scoreImages`).
+ */
+export async function decodeToRgb(
+  input: Uint8Array | Sharp,
+  options: DecodeToRgbOptions = {},
+): Promise<RgbImage> {
+  const pipeline = input instanceof Uint8Array ? sharp(input) : input;
+  const { data, info } = await pipeline
+    .flatten({ background: options.background ?? { r: 128, g: 128, b: 128 } })
+    .toColourspace('srgb')
+    .removeAlpha()
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  if (info.channels !== 3) throw new Error(`expected 3 channels after decoding, got ${info.channels}`);
+  return {
+    width: info.width,
+    height: info.height,
+    data: new Uint8Array(data.buffer, data.byteOffset, data.length),
+  };
+}

@@ -1,0 +1,83 @@
+import sharp from 'sharp';
+import { afterAll, describe, expect, it } from 'vitest';
+import { corpus } from '../test-support/corpus.ts';
+import { closeMetricPool, decodeToRgb, type RgbImage, scoreAsync, ssimulacra2 } from './index.ts';
+import { subScores } from './ssimulacra2.ts';
+
+const photo = corpus('photo-skimage-chelsea.png'); // 451×300: a real photo, scored in ~0.1 s
+
+async function jpegAt(quality: number): Promise<RgbImage> {
+  return decodeToRgb(await sharp(photo).jpeg({ quality }).toBuffer());
+}
+
+afterAll(() => closeMetricPool());
+
+describe('ssimulacra2', () => {
+  it('scores an image against itself 100', async () => {
+    const ref = await decodeToRgb(photo);
+    expect(ssimulacra2(ref, ref)).toBe(100);
+    expect(subScores(ref, ref).every((v) => v === 0)).toBe(true);
+  });
+
+  it('falls monotonically as JPEG quality falls', async () => {
+    const ref = await decodeToRgb(photo);
+    const scores: number[] = [];
+    for (const q of [95, 85, 70, 50, 30, 10]) scores.push(ssimulacra2(ref, await jpegAt(q)));
+    for (let i = 1; i < scores.length; i++) expect(scores[i]).toBeLessThan(scores[i - 1]!);
+    // The published scale: q95 near visually lossless, q10 far below "low quality" (30).
+    expect(scores[0]).toBeGreaterThan(85);
+    expect(scores[0]).toBeLessThan(100);
+    expect(scores[5]).toBeLessThan(30);
+  });
+
+  it('sees a blur and a colour shift, not only block artifacts', async () => {
+    const ref = await decodeToRgb(photo);
+    const blurred = await decodeToRgb(sharp(photo).blur(2));
+    const tinted = await decodeToRgb(sharp(photo).modulate({ hue: 40 }));
+    expect(ssimulacra2(ref, blurred)).toBeLessThan(60);
+    expect(ssimulacra2(ref, tinted)).toBeLessThan(80);
+  });
+
+  it('is symmetric in size handling and refuses images of different sizes', async () => {
+    const ref = await decodeToRgb(photo);
+    const small = await decodeToRgb(sharp(photo).resize(200));
+    expect(() => ssimulacra2(ref, small)).toThrow(RangeError);
+    await expect(scoreAsync(ref, small)).rejects.toThrow(RangeError);
+    const bad = { width: ref.width, height: ref.height, data: ref.data.subarray(1) };
+    expect(() => ssimulacra2(ref, bad)).toThrow(RangeError);
+  });
+
+  it('handles images too small for all six scales', async () => {
+    // 48×30 has three scales (48, 24, 12); the reference stops before a side under 8 pixels.
+    const small = await sharp(photo).resize(48, 30, { fit: 'fill' }).png().toBuffer();
+    const ref = await decodeToRgb(small);
+    const score = ssimulacra2(ref, await decodeToRgb(await sharp(small).jpeg({ quality: 10 }).toBuffer()));
+    expect(Number.isFinite(score)).toBe(true);
+    expect(score).toBeLessThan(90);
+    const tiny = await decodeToRgb(sharp(small).resize(6, 4, { fit: 'fill' }));
+    expect(ssimulacra2(tiny, tiny)).toBe(100);
+  });
+
+  it('gives the same score in the worker pool as in-process', async () => {
+    const ref = await decodeToRgb(photo);
+    const dist = await jpegAt(60);
+    const [a, b] = await Promise.all([scoreAsync(ref, dist), scoreAsync(ref, dist)]);
+    expect(a).toBe(ssimulacra2(ref, dist));
+    expect(b).toBe(a);
+  });
+});
+
+describe('decodeToRgb', () => {
+  it('composites transparency onto the requested background', async () => {
+    const clear = await sharp({
+      create: { width: 8, height: 8, channels: 4, background: { r: 255, g: 0, b: 0, alpha: 0 } },
+    })
+      .png()
+      .toBuffer();
+    const dark = await decodeToRgb(clear, { background: { r: 26, g: 26, b: 26 } });
+    const grey = await decodeToRgb(clear);
+    expect([...dark.data.subarray(0, 3)]).toEqual([26, 26, 26]);
+    expect([...grey.data.subarray(0, 3)]).toEqual([128, 128, 128]);
+    expect(dark.data.length).toBe(8 * 8 * 3);
+  });
+});
