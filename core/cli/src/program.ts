@@ -10,7 +10,7 @@ export interface CommandModule {
   register(program: Command): void;
 }
 
-/** Every command, in help order (see registry.ts). */
+/** Every command's register function, in name order (see registry.ts). */
 export const COMMANDS: readonly CommandModule['register'][] = Object.values(commands);
 
 const packageJson = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
