@@ -15,7 +15,8 @@ export interface Detected {
 
 function isoBrands(bytes: Uint8Array): string[] {
   const boxSize = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(0);
-  const end = Math.min(bytes.length, Math.max(16, boxSize));
+  // A hostile ftyp may claim gigabytes; real ones list a handful of brands.
+  const end = Math.min(bytes.length, Math.max(16, boxSize), 256);
   const brands = [ascii(bytes, 8, 12)];
   for (let i = 16; i + 4 <= end; i += 4) brands.push(ascii(bytes, i, i + 4));
   return brands;

@@ -169,15 +169,15 @@ export function heicMetadata(bytes: Uint8Array): HeicMetadata {
           at += baseSize;
           const extentCount = readUint(bytes, at, 2);
           at += 2;
+          // Only the first extent is read (an Exif item is one extent in practice); the rest are
+          // skipped arithmetically, so a hostile count with zero-sized fields cannot spin the loop.
           const extents: [number, number][] = [];
-          for (let x = 0; x < extentCount && at < e; x++) {
-            at += indexSize;
-            const offset = readUint(bytes, at, offsetSize);
-            at += offsetSize;
-            const length = readUint(bytes, at, lengthSize);
-            at += lengthSize;
+          if (extentCount > 0) {
+            const offset = readUint(bytes, at + indexSize, offsetSize);
+            const length = readUint(bytes, at + indexSize + offsetSize, lengthSize);
             extents.push([base + offset, length]);
           }
+          at += extentCount * (indexSize + offsetSize + lengthSize);
           places.set(id, { method, extents });
         }
       }

@@ -161,6 +161,15 @@ describe('format detection', () => {
     expect(error.code).toBe('NOT_AN_IMAGE');
   });
 
+  it('a hostile ftyp box claiming 4 GB of brands is read in bounded time', async () => {
+    const hostile = Buffer.alloc(16 * 1024 * 1024, 0x61);
+    hostile.writeUInt32BE(0xfffffff0, 0);
+    hostile.write('ftypisom', 4, 'latin1');
+    const started = performance.now();
+    expect((await refusal(engine.optimize(hostile))).code).toBe('UNSUPPORTED_FORMAT');
+    expect(performance.now() - started).toBeLessThan(100);
+  });
+
   it('refuses video in an ISO container by name', async () => {
     const mp4 = Buffer.alloc(64);
     mp4.writeUInt32BE(24, 0);
