@@ -204,3 +204,13 @@ describe('outputs a format cannot hold', () => {
     expect((await sharp(data).metadata()).pages ?? 1).toBe(1);
   });
 });
+
+describe('limits on animations', () => {
+  it('maxPixels is per frame: an animation whose frames fit is not refused for its total', async () => {
+    const tight = createEngine({ limits: { maxPixels: 1000, maxTotalPixels: 100_000 } });
+    const gif = await animatedGif(10, 30, 30);
+    const { info } = await tight.optimize(gif);
+    expect(info.frames).toBe(10);
+    expect((await refusal(tight.optimize(await animatedGif(2, 40, 40)))).code).toBe('IMAGE_TOO_LARGE');
+  });
+});

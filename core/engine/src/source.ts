@@ -129,7 +129,9 @@ export async function openSource(bytes: Uint8Array, limits: EngineLimits): Promi
     pipeline(options = {}) {
       const animated = frames > 1 && !options.firstFrameOnly;
       return sharp(bytes, {
-        limitInputPixels: limits.maxPixels,
+        // sharp counts every frame of an animated load together; per-frame and total limits were
+        // already checked from the header, so here the total is the bound.
+        limitInputPixels: animated ? limits.maxTotalPixels : limits.maxPixels,
         animated,
         failOn: 'warning',
         sequentialRead: true,
