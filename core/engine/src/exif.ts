@@ -22,8 +22,6 @@ export function exifHasGps(exif: Uint8Array | undefined): boolean {
   return false;
 }
 
-const XMP_PREFIXES = ['http://ns.adobe.com/xap/1.0/\0', 'http://ns.adobe.com/xmp/extension/\0'];
-
 function startsWith(bytes: Uint8Array, at: number, text: string): boolean {
   if (at + text.length > bytes.length) return false;
   for (let i = 0; i < text.length; i++) if (bytes[at + i] !== text.charCodeAt(i)) return false;
@@ -31,16 +29,19 @@ function startsWith(bytes: Uint8Array, at: number, text: string): boolean {
 }
 
 /**
- * Which JPEG marker segments are privacy metadata rather than part of how the image looks:
- * APP1 Exif (GPS, camera serials, thumbnails) and XMP, APP13 Photoshop IRB (IPTC), APP2 MPF (it
- * indexes the extra images after EOI, which are dropped too), COM comments. APP0 JFIF, APP2
- * ICC_PROFILE and APP14 Adobe (colour transform of CMYK/YCCK files) change how pixels render and stay.
+ * Which JPEG marker segments stay: everything that is not an APPn or COM (tables, frame and scan
+ * headers), plus the three APPn that change how the pixels render — APP0 JFIF/JFXX, APP2 ICC_PROFILE
+ * and APP14 Adobe (the colour transform of CMYK/YCCK files). Every other APPn goes: APP1 Exif and XMP,
+ * APP13 IPTC, APP2 MPF (it indexes the images after EOI, which go too), and vendor segments (APP11
+ * JUMBF, maker blocks) — the same set a re-encode without keepMetadata leaves out. An allow-list, so
+ * an unknown segment never leaks.
  */
-function isJpegMetadata(bytes: Uint8Array, marker: number, body: number): boolean {
-  if (marker === 0xe1)
-    return startsWith(bytes, body, 'Exif\0') || XMP_PREFIXES.some((p) => startsWith(bytes, body, p));
-  if (marker === 0xed || marker === 0xfe) return true;
-  if (marker === 0xe2) return startsWith(bytes, body, 'MPF\0');
+function keepJpegSegment(bytes: Uint8Array, marker: number, body: number): boolean {
+  if (marker === 0xfe) return false;
+  if (marker < 0xe0 || marker > 0xef) return true;
+  if (marker === 0xe0) return startsWith(bytes, body, 'JFIF\0') || startsWith(bytes, body, 'JFXX\0');
+  if (marker === 0xe2) return startsWith(bytes, body, 'ICC_PROFILE\0');
+  if (marker === 0xee) return startsWith(bytes, body, 'Adobe');
   return false;
 }
 
@@ -73,7 +74,7 @@ function stripJpeg(bytes: Uint8Array): Uint8Array | undefined {
     const length = (bytes[at + 2]! << 8) | bytes[at + 3]!;
     const end = at + 2 + length;
     if (length < 2 || end > bytes.length) return undefined;
-    if (!isJpegMetadata(bytes, marker, at + 4)) keep.push([at, end]);
+    if (keepJpegSegment(bytes, marker, at + 4)) keep.push([at, end]);
     at = end;
     if (marker === 0xda) {
       // Entropy-coded data: ends at the first 0xFF that is not a stuffed 0x00 or a restart marker.
@@ -95,12 +96,35 @@ function stripJpeg(bytes: Uint8Array): Uint8Array | undefined {
   return undefined;
 }
 
-const PNG_METADATA_CHUNKS = new Set(['eXIf', 'tEXt', 'zTXt', 'iTXt']);
-
 /**
- * Remove EXIF (eXIf) and text chunks (tEXt/zTXt/iTXt, where XMP and tools' comments live) from a PNG.
- * iCCP, gAMA, cHRM, sRGB and everything else that shapes the pixels stay, as does APNG animation.
+ * PNG chunks that stay besides the critical ones (IHDR, PLTE, IDAT, IEND: upper-case first letter):
+ * those that shape the pixels — colour (iCCP, sRGB, gAMA, cHRM, cICP, mDCV, cLLI, sBIT), transparency
+ * and background (tRNS, bKGD), physical size (pHYs) and APNG animation (acTL, fcTL, fdAT). eXIf, the
+ * text chunks (tEXt, zTXt, iTXt: XMP and tools' comments), tIME and private chunks go. An allow-list,
+ * so an unknown chunk never leaks.
  */
+const PNG_KEPT_CHUNKS = new Set([
+  'iCCP',
+  'sRGB',
+  'gAMA',
+  'cHRM',
+  'cICP',
+  'mDCV',
+  'cLLI',
+  'sBIT',
+  'tRNS',
+  'bKGD',
+  'pHYs',
+  'acTL',
+  'fcTL',
+  'fdAT',
+]);
+
+function keepPngChunk(type: string): boolean {
+  const critical = type.charCodeAt(0) >= 65 && type.charCodeAt(0) <= 90;
+  return critical || PNG_KEPT_CHUNKS.has(type);
+}
+
 function stripPng(bytes: Uint8Array): Uint8Array | undefined {
   const keep: [number, number][] = [[0, 8]];
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -110,7 +134,7 @@ function stripPng(bytes: Uint8Array): Uint8Array | undefined {
     const type = String.fromCharCode(bytes[at + 4]!, bytes[at + 5]!, bytes[at + 6]!, bytes[at + 7]!);
     const end = at + 12 + length;
     if (end > bytes.length) return undefined;
-    if (!PNG_METADATA_CHUNKS.has(type)) keep.push([at, end]);
+    if (keepPngChunk(type)) keep.push([at, end]);
     at = end;
     if (type === 'IEND') return concat(bytes, keep);
   }

@@ -149,6 +149,46 @@ describe('stripMetadataLossless', () => {
     expect(Buffer.compare(a, b)).toBe(0);
   });
 
+  it('JPEG: an allow-list — unknown APPn and COM go, JFIF, ICC and Adobe stay', async () => {
+    const input = await noise(16, 16).jpeg().withIccProfile('p3').toBuffer();
+    const segment = (marker: number, text: string) => {
+      const body = Buffer.from(text, 'latin1');
+      const head = Buffer.from([0xff, marker, 0, 0]);
+      head.writeUInt16BE(body.length + 2, 2);
+      return Buffer.concat([head, body]);
+    };
+    const adobe = segment(0xee, 'Adobe\0\x64\0\0\0\0\x01');
+    const extra = Buffer.concat([segment(0xeb, 'JP\0\0vendor-secret'), segment(0xfe, 'shot at home'), adobe]);
+    const withExtra = Buffer.concat([input.subarray(0, 2), extra, input.subarray(2)]);
+    const stripped = Buffer.from(stripMetadataLossless(withExtra, 'jpeg')!);
+    expect(stripped.includes('vendor-secret')).toBe(false);
+    expect(stripped.includes('shot at home')).toBe(false);
+    expect(stripped.includes(adobe)).toBe(true);
+    expect(stripped.includes('ICC_PROFILE')).toBe(true);
+    expect(stripped.includes('JFIF')).toBe(input.includes('JFIF'));
+  });
+
+  it('PNG: an allow-list — private chunks and tIME go, tRNS and pHYs stay', async () => {
+    const input = await sharp({ create: { width: 4, height: 4, channels: 4, background: '#ff000080' } })
+      .png({ palette: true })
+      .withMetadata({ density: 300 })
+      .toBuffer();
+    const chunk = (type: string, text: string) => {
+      const head = Buffer.alloc(8);
+      head.writeUInt32BE(text.length, 0);
+      head.write(type, 4, 'latin1');
+      return Buffer.concat([head, Buffer.from(text, 'latin1'), Buffer.alloc(4)]);
+    };
+    const extra = Buffer.concat([chunk('prVt', 'private-secret'), chunk('tIME', '\x07\xea\x0b\x16\x12\0\0')]);
+    const withExtra = Buffer.concat([input.subarray(0, 33), extra, input.subarray(33)]);
+    const stripped = Buffer.from(stripMetadataLossless(withExtra, 'png')!);
+    expect(stripped.includes('private-secret')).toBe(false);
+    expect(stripped.includes('tIME')).toBe(false);
+    for (const kept of ['tRNS', 'pHYs', 'PLTE'])
+      expect(stripped.includes(kept), kept).toBe(input.includes(kept));
+    expect(input.includes('tRNS')).toBe(true);
+  });
+
   it('JPEG: drops everything after the first EOI and refuses what does not parse', async () => {
     const input = await noise(16, 16).jpeg().withExif(GPS_EXIF).toBuffer();
     const trailing = Buffer.concat([input, Buffer.from('secret trailing data')]);
