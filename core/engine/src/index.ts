@@ -1,8 +1,9 @@
 export { type Detected, detectFormat } from './detect.ts';
 export { AVIF_EFFORT, applyEncoder, type EncodeSettings, WEBP_EFFORT } from './encode.ts';
 export { createEngine, type Engine, type EngineConfig, type EngineStats } from './engine.ts';
-export { exifHasGps } from './exif.ts';
-export { DEFAULT_LIMITS, type EngineLimits } from './limits.ts';
+export { exifHasGps, stripMetadataLossless } from './exif.ts';
+export { closeHeicDecoder, HEIC_CONCURRENCY, heicDecoderStats } from './heic.ts';
+export { DEFAULT_LIMITS, type EngineLimits, withTimeLimit } from './limits.ts';
 export {
   ALPHA_BACKGROUNDS,
   closeMetricPool,
