@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
+import { rgbaTiff } from './rgba-tiff.ts';
 
 /**
  * Runs inside a piscina worker thread: heic-decode (libheif + libde265 compiled to WebAssembly) decodes
@@ -10,13 +11,19 @@ import { move, transferableSymbol, valueSymbol } from 'piscina';
 export interface HeicTask {
   bytes: Uint8Array;
   maxPixels: number;
+  /**
+   * The colour profile the decoded numbers are in (from the file's colr box), when not sRGB. The
+   * pixels then come back as an uncompressed TIFF carrying it, so sharp converts them to sRGB.
+   */
+  icc?: Uint8Array;
 }
 
 export interface HeicDecoded {
   width: number;
   height: number;
-  /** RGBA, 8 bits per channel. */
+  /** RGBA, 8 bits per channel; or, when `tiff` is true, a TIFF of those pixels with their ICC profile. */
   data: Uint8Array;
+  tiff: boolean;
   /** False when the alpha channel is 255 everywhere (iPhone photos): the main thread then drops it. */
   hasAlpha: boolean;
 }
@@ -59,16 +66,13 @@ export default async function decodeHeicInWorker(task: HeicTask) {
         break;
       }
     }
-    const value: HeicDecoded = {
-      width,
-      height,
-      data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
-      hasAlpha,
-    };
+    const rgba = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    const out = task.icc ? rgbaTiff(width, height, rgba, task.icc) : rgba;
+    const value: HeicDecoded = { width, height, data: out, hasAlpha, tiff: Boolean(task.icc) };
     // Transfer the pixel buffer instead of copying it: a 12 MP frame is 48 MB.
     return move({
       get [transferableSymbol]() {
-        return [data.buffer];
+        return [out.buffer];
       },
       get [valueSymbol]() {
         return value;

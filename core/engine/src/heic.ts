@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { CompressoError } from '@compresso/schema';
 import { Piscina } from 'piscina';
+import { heicInputProfile } from './heic-colour.ts';
 import { CODE_SEPARATOR, type HeicDecoded, type HeicTask } from './heic-worker.ts';
 import type { EngineLimits } from './limits.ts';
 
@@ -221,12 +222,15 @@ export async function decodeHeic(bytes: Uint8Array, limits: EngineLimits): Promi
   }
   if (declared.width * declared.height > limits.maxPixels)
     throw tooLarge(declared.width, declared.height, limits);
+  // libheif returns the coded numbers as they are; a profile (Adobe RGB, Display P3) must travel with
+  // them or sharp reads them as sRGB and the colours come out flat.
+  const icc = await heicInputProfile(bytes);
   inFlight++;
   try {
     // The time limit covers the wait for a worker too: a queue longer than the limit fails fast
     // instead of piling up. An aborted task's worker is terminated, which frees its WASM heap.
     return await heicPool().run(
-      { bytes, maxPixels: limits.maxPixels },
+      { bytes, maxPixels: limits.maxPixels, ...(icc ? { icc } : {}) },
       { signal: AbortSignal.timeout(limits.timeoutSeconds * 1000) },
     );
   } catch (error) {

@@ -82,7 +82,7 @@ async function openHeic(bytes: Uint8Array, detected: Detected, limits: EngineLim
     heic: heicMetadata(bytes),
     pipeline() {
       const p = sharp(raw.data, {
-        raw: { width: raw.width, height: raw.height, channels: 4 },
+        ...(raw.tiff ? {} : { raw: { width: raw.width, height: raw.height, channels: 4 as const } }),
         limitInputPixels: limits.maxPixels,
       }).timeout({ seconds: sharpSeconds(limits) });
       // Phone photos carry an alpha channel that is opaque everywhere; JPEG output must not see one.

@@ -1,0 +1,127 @@
+import sharp from 'sharp';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createEngine } from './engine.ts';
+import { closeHeicDecoder } from './heic.ts';
+import { heicColour, heicInputProfile } from './heic-colour.ts';
+import { rgbaTiff } from './rgba-tiff.ts';
+import { corpus } from './test-support/corpus.ts';
+
+const engine = createEngine({ concurrency: 2 });
+
+afterAll(() => closeHeicDecoder());
+
+function box(type: string, ...body: Uint8Array[]): Buffer {
+  const size = 8 + body.reduce((n, b) => n + b.length, 0);
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(size, 0);
+  head.write(type, 4, 'latin1');
+  return Buffer.concat([head, ...body]);
+}
+
+const FULL = new Uint8Array(4); // version 0, flags 0
+
+/**
+ * The header boxes of a HEIF whose primary item (2) is associated with an nclx colour box, while item 1
+ * (a thumbnail) has an ICC profile: what matters is the primary's colour.
+ */
+function nclxHeader(primaries: number): Buffer {
+  const nclx = Buffer.alloc(11);
+  nclx.write('nclx', 0, 'latin1');
+  nclx.writeUInt16BE(primaries, 4);
+  nclx.writeUInt16BE(13, 6); // sRGB transfer curve, as iPhones declare
+  nclx.writeUInt16BE(6, 8);
+  const icc = Buffer.alloc(4 + 200, 1);
+  icc.write('prof', 0, 'latin1');
+  // ipma v0: 2 entries; item 1 → property 2 (the ICC), item 2 → property 1 (the nclx)
+  const ipma = Buffer.from([0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 1, 0x82, 0, 2, 1, 0x81]);
+  return Buffer.concat([
+    box('ftyp', Buffer.from('heic\0\0\0\0mif1heic', 'latin1')),
+    box(
+      'meta',
+      FULL,
+      box('pitm', FULL, Buffer.from([0, 2])),
+      box('iprp', box('ipco', box('colr', nclx), box('colr', icc)), box('ipma', ipma)),
+    ),
+  ]);
+}
+
+async function meanRgb(image: Uint8Array): Promise<number[]> {
+  const { channels } = await sharp(image).stats();
+  return channels.slice(0, 3).map((c) => c.mean);
+}
+
+describe('HEIC colour', () => {
+  it("reads the primary image's colour box, not a thumbnail's", () => {
+    expect(heicColour(nclxHeader(12))).toEqual({ primaries: 12 });
+    const rocket = heicColour(corpus('photo-heic-rocket.heic'));
+    expect(rocket.icc?.length).toBe(560);
+    expect(Buffer.from(rocket.icc!).includes('Adobe RGB (1998)')).toBe(true);
+    // No colr at all: HEIF says sRGB.
+    expect(heicColour(corpus('photo-heic-mate-Dune.heic'))).toEqual({});
+  });
+
+  it('gives Display P3 (nclx primaries 12) a P3 profile and leaves sRGB alone', async () => {
+    const p3 = await heicInputProfile(nclxHeader(12));
+    expect(p3).toBeDefined();
+    // It must really be P3: pure P3 red is outside sRGB, so through this profile it clips to sRGB red.
+    const red = Buffer.from([255, 0, 0, 255]);
+    const png = await sharp(rgbaTiff(1, 1, red, p3!))
+      .removeAlpha()
+      .png()
+      .toBuffer();
+    const [r, g, b] = [...(await sharp(png).raw().toBuffer())];
+    expect([r, g, b]).toEqual([255, 0, 0]);
+    const pinkish = Buffer.from([200, 60, 50, 255]);
+    const converted = await sharp(rgbaTiff(1, 1, pinkish, p3!))
+      .removeAlpha()
+      .raw()
+      .toBuffer();
+    expect(converted[0]).toBeGreaterThan(210); // P3 (200,60,50) is a more saturated red in sRGB
+    expect(await heicInputProfile(nclxHeader(1))).toBeUndefined();
+  });
+
+  it('an Adobe RGB HEIC comes out in the same sRGB colours as the same photo as an Adobe RGB JPEG', async () => {
+    // The corpus has the rocket photo twice, both tagged Adobe RGB (1998): once HEIC, once JPEG.
+    const viaJpeg = await engine.optimize(corpus('photo-skimage-rocket.jpg'), { output_format: 'png' });
+    const viaHeic = await engine.optimize(corpus('photo-heic-rocket.heic'), { output_format: 'png' });
+    const expected = await meanRgb(viaJpeg.data);
+    const got = await meanRgb(viaHeic.data);
+    for (let c = 0; c < 3; c++) expect(Math.abs(got[c]! - expected[c]!)).toBeLessThan(1.5);
+    // The same numbers read as sRGB (what the raw path did) are far off in red (≈ 52 instead of ≈ 41),
+    // so the tolerance above tells a right conversion from none.
+    const unconverted = await meanRgb(
+      await sharp(corpus('photo-skimage-rocket.jpg'), { ignoreIcc: true }).png().toBuffer(),
+    );
+    expect(unconverted[0]! - expected[0]!).toBeGreaterThan(8);
+    expect((await sharp(viaHeic.data).metadata()).icc).toBeUndefined();
+  });
+
+  it('strip_exif: false keeps the HEIC profile with its unconverted numbers', async () => {
+    const { data } = await engine.optimize(corpus('photo-heic-rocket.heic'), {
+      strip_exif: false,
+      output_format: 'png',
+    });
+    const meta = await sharp(data).metadata();
+    expect(meta.icc?.includes('Adobe RGB (1998)')).toBe(true);
+    // Converted through that profile, the result is the same sRGB picture again.
+    const srgb = await sharp(data).toColourspace('srgb').png().toBuffer();
+    const viaJpeg = await engine.optimize(corpus('photo-skimage-rocket.jpg'), { output_format: 'png' });
+    const expected = await meanRgb(viaJpeg.data);
+    const got = await meanRgb(srgb);
+    for (let c = 0; c < 3; c++) expect(Math.abs(got[c]! - expected[c]!)).toBeLessThan(1.5);
+  });
+});
+
+describe('rgbaTiff', () => {
+  it('round-trips pixels and profile through sharp', async () => {
+    const rgba = new Uint8Array(3 * 2 * 4).map((_, i) => (i * 37) & 255);
+    const icc = (await sharp(corpus('photo-skimage-rocket.jpg')).metadata()).icc!;
+    const tiff = rgbaTiff(3, 2, rgba, icc);
+    const meta = await sharp(tiff).metadata();
+    expect(meta).toMatchObject({ format: 'tiff', width: 3, height: 2, channels: 4, hasAlpha: true });
+    expect(Buffer.compare(meta.icc!, icc)).toBe(0);
+    const back = await sharp(tiff, { ignoreIcc: true }).raw().toBuffer();
+    expect(Buffer.compare(back, Buffer.from(rgba))).toBe(0);
+    expect(() => rgbaTiff(3, 3, rgba, icc)).toThrow(RangeError);
+  });
+});
