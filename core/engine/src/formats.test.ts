@@ -107,6 +107,9 @@ describe('concurrency', () => {
     const input = await noise(256, 256).png().toBuffer();
     const seen: { active: number; waiting: number }[] = [];
     const jobs = [0, 1, 2].map(() => one.optimize(input, { output_format: 'webp' }));
+    // The gate is taken synchronously on call: one runs, two wait.
+    seen.push(one.stats());
+    expect(one.stats()).toEqual({ active: 1, waiting: 2, concurrency: 1 });
     const timer = setInterval(() => seen.push(one.stats()), 1);
     await Promise.all(jobs);
     clearInterval(timer);
