@@ -1,61 +1,38 @@
-import * as engine from '@compresso/engine';
-import sharp, { type Sharp } from 'sharp';
-
-/** 8-bit sRGB, RGB interleaved: what the engine's SSIMULACRA2 takes. */
-export interface RgbImage {
-  width: number;
-  height: number;
-  data: Uint8Array;
-}
-
-type Score = (reference: RgbImage, distorted: RgbImage) => Promise<number>;
+import { ALPHA_BACKGROUNDS, decodeToRgb, type RgbImage, scoreAsync } from '@compresso/engine';
+import type { Sharp } from 'sharp';
 
 /**
- * The engine's SSIMULACRA2 when the engine exports it. The bench is written against that API and
- * looks it up at run time, so it still runs (without scores) on a tree where the metric has not landed.
+ * The reference for one image: the source after the engine's orientation and resize, decoded once per
+ * background. An opaque image needs one; a transparent one is judged over each of the engine's
+ * ALPHA_BACKGROUNDS (dark and light grey) and the worse score counts, as the engine's own auto
+ * search does, so an error hidden by one background is caught by the other.
  */
-function engineScore(): { score?: Score; note: string } {
-  const api = engine as unknown as Record<string, unknown>;
-  if (typeof api['scoreAsync'] === 'function') {
-    const scoreAsync = api['scoreAsync'] as Score;
-    return { score: (r, d) => scoreAsync(r, d), note: 'SSIMULACRA2 from @compresso/engine (scoreAsync)' };
-  }
-  if (typeof api['ssimulacra2'] === 'function') {
-    const sync = api['ssimulacra2'] as (r: RgbImage, d: RgbImage) => number;
-    return { score: async (r, d) => sync(r, d), note: 'SSIMULACRA2 from @compresso/engine (ssimulacra2)' };
-  }
-  return { note: '@compresso/engine exports no SSIMULACRA2 yet: scores are left empty' };
+export interface Reference {
+  transparent: boolean;
+  views: RgbImage[];
 }
 
-export const metric = engineScore();
-
-/**
- * Pixels of an encoded image as the metric sees them. Transparent images are laid over white, the
- * way a browser page usually shows them, and the same is done to the reference so both sides match.
- */
-export async function decodeRgb(input: Uint8Array | Sharp): Promise<RgbImage> {
-  const pipeline = input instanceof Uint8Array ? sharp(input) : input;
-  const { data, info } = await pipeline
-    .flatten({ background: '#ffffff' })
-    .toColourspace('srgb')
-    .removeAlpha()
-    .raw()
-    .toBuffer({ resolveWithObject: true });
-  if (info.channels !== 3) throw new Error(`expected 3 channels after decoding, got ${info.channels}`);
-  return {
-    width: info.width,
-    height: info.height,
-    data: new Uint8Array(data.buffer, data.byteOffset, data.length),
-  };
+export async function referenceFrom(pipeline: () => Sharp, transparent: boolean): Promise<Reference> {
+  if (!transparent) return { transparent, views: [await decodeToRgb(pipeline())] };
+  const views = await Promise.all(
+    ALPHA_BACKGROUNDS.map((background) => decodeToRgb(pipeline(), { background })),
+  );
+  return { transparent, views };
 }
 
-export async function scoreOutput(reference: RgbImage, output: Uint8Array): Promise<number | undefined> {
-  if (!metric.score) return undefined;
-  const distorted = await decodeRgb(output);
-  if (distorted.width !== reference.width || distorted.height !== reference.height) {
-    throw new Error(
-      `output is ${distorted.width}×${distorted.height}, reference ${reference.width}×${reference.height}`,
-    );
-  }
-  return metric.score(reference, distorted);
+/** SSIMULACRA2 of an encoded output against its reference (the minimum over backgrounds). */
+export async function scoreOutput(reference: Reference, output: Uint8Array): Promise<number> {
+  const scores = await Promise.all(
+    reference.views.map(async (view, i) => {
+      const background = reference.transparent ? ALPHA_BACKGROUNDS[i] : undefined;
+      const distorted = await decodeToRgb(output, background ? { background } : {});
+      if (distorted.width !== view.width || distorted.height !== view.height) {
+        throw new Error(
+          `output is ${distorted.width}×${distorted.height}, reference ${view.width}×${view.height}`,
+        );
+      }
+      return scoreAsync(view, distorted);
+    }),
+  );
+  return Math.min(...scores);
 }

@@ -53,7 +53,7 @@ export interface BenchResult {
     repeat: number;
     images: string[];
   };
-  metric: { name: string; available: boolean; scored: boolean; note: string };
+  metric: { name: string; scored: boolean; note: string; seconds: number };
   memory: { processMaxRssMiB: number };
   avifAtMaxDimension: Row | null;
   referenceTools: { name: string; format: string; version: string; settings: string }[];

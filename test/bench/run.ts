@@ -8,10 +8,13 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
+  ALPHA_BACKGROUNDS,
   AVIF_EFFORT,
+  closeMetricPool,
   createEngine,
   DEFAULT_LIMITS,
   type Engine,
+  METRIC_THREADS,
   openSource,
   prepare,
   WEBP_EFFORT,
@@ -20,7 +23,7 @@ import { DEFAULT_QUALITY, type OutputFormat, parseCompressOptions } from '@compr
 import sharp from 'sharp';
 import { type CorpusImage, DEFAULT_CORPUS, KINDS, type Kind, loadCorpus } from './corpus.ts';
 import { fillJobs, MiB, RssSampler, round, runBatch } from './measure.ts';
-import { decodeRgb, metric, type RgbImage, scoreOutput } from './metric.ts';
+import { type Reference, referenceFrom, scoreOutput } from './metric.ts';
 import { rawEncode } from './raw.ts';
 import { discoverReferenceTools, type ReferenceTool, runTool } from './reference.ts';
 import { type BenchResult, type Mode, markdown, type Row } from './report.ts';
@@ -111,7 +114,7 @@ const perKind = positiveInt(parsed['per-kind'], '--per-kind', Number.MAX_SAFE_IN
 const corpusDir = resolve(parsed.corpus ?? DEFAULT_CORPUS);
 const withReference = parsed.reference;
 const withAuto = parsed.auto;
-const withScore = parsed.score && metric.score !== undefined;
+const withScore = parsed.score;
 const minJobs = 2 * concurrency;
 
 /** PNG is written for graphics; a photo as PNG is never what anyone should ship. */
@@ -252,10 +255,10 @@ async function autoAvailable(engine: Engine, sample: CorpusImage): Promise<strin
 }
 
 /** Source pixels after the engine's own orientation and resize: what every output is compared to. */
-async function referencePixels(image: CorpusImage): Promise<RgbImage> {
+async function referencePixels(image: CorpusImage): Promise<Reference> {
   const source = await openSource(image.bytes, DEFAULT_LIMITS);
   const options = parseCompressOptions({ max_dimension: maxDimension, output_format: 'png' });
-  return decodeRgb(prepare(source, options, 'png'));
+  return referenceFrom(() => prepare(source, options, 'png'), source.hasAlpha);
 }
 
 async function referenceBatches(tools: ReferenceTool[], images: CorpusImage[]) {
@@ -440,8 +443,7 @@ async function main() {
     if (missing) notes.push(`quality "auto" not measured: ${missing}`);
     else modes = ['default', 'auto'];
   } else notes.push('quality "auto" skipped (--no-auto)');
-  if (!metric.score) notes.push(metric.note);
-  else if (!parsed.score) notes.push('scores skipped (--no-score)');
+  if (!withScore) notes.push('scores skipped (--no-score)');
 
   // Warm-up, untimed: module loading, JIT and libvips' first-use setup would otherwise be billed to
   // whichever batch runs first.
@@ -499,6 +501,7 @@ async function main() {
     } else notes.push(`no selected image reaches ${maxDimension} px: AVIF-at-${maxDimension} row skipped`);
   }
   const timedSeconds = (Date.now() - timedStart) / 1000;
+  let scoreSeconds = 0;
   const maxRssMiB = round((process.resourceUsage().maxRSS * 1024) / MiB, 0);
 
   let referenceTools: { name: string; format: string; version: string; settings: string }[] = [];
@@ -514,7 +517,12 @@ async function main() {
     if (found.tools.length) await referenceBatches(found.tools, images);
   } else notes.push('reference encoders skipped (--no-reference)');
 
-  if (withScore) await scoreAll(images);
+  if (withScore) {
+    const scoreStart = Date.now();
+    await scoreAll(images);
+    scoreSeconds = (Date.now() - scoreStart) / 1000;
+  }
+  await closeMetricPool();
 
   const rows = rowsFor(batches);
   const result: BenchResult = {
@@ -541,9 +549,11 @@ async function main() {
     },
     metric: {
       name: 'SSIMULACRA2',
-      available: metric.score !== undefined,
       scored: withScore,
-      note: metric.note,
+      note: withScore
+        ? `@compresso/engine scoreAsync (${METRIC_THREADS} metric thread(s)); transparent images: the worse of ${ALPHA_BACKGROUNDS.length} backgrounds`
+        : 'skipped (--no-score)',
+      seconds: round(scoreSeconds, 1),
     },
     memory: { processMaxRssMiB: maxRssMiB },
     avifAtMaxDimension: avif2048,
