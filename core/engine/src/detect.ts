@@ -45,15 +45,27 @@ const UNSUPPORTED: [string, (b: Uint8Array) => boolean][] = [
   ['OpenEXR', (b) => b[0] === 0x76 && b[1] === 0x2f && b[2] === 0x31 && b[3] === 0x01],
 ];
 
+/**
+ * SVG is text: after an optional BOM, XML declaration, comments (editors write "Generator: …" ones)
+ * and DOCTYPE, the first element is <svg>. Only the first 4 KB are read.
+ */
 function looksLikeSvg(bytes: Uint8Array): boolean {
-  const head = new TextDecoder('utf-8', { fatal: false })
-    .decode(bytes.subarray(0, 4096))
-    .trimStart()
-    .toLowerCase();
-  return (
-    (head.startsWith('<?xml') || head.startsWith('<svg') || head.startsWith('<!doctype svg')) &&
-    head.includes('<svg')
-  );
+  let head = new TextDecoder('utf-8', { fatal: false }).decode(bytes.subarray(0, 4096)).toLowerCase();
+  for (;;) {
+    head = head.replace(/^[\s\ufeff]+/, '');
+    const close = head.startsWith('<?')
+      ? '?>'
+      : head.startsWith('<!--')
+        ? '-->'
+        : head.startsWith('<!')
+          ? '>'
+          : '';
+    if (!close) break;
+    const at = head.indexOf(close);
+    if (at < 0) return false;
+    head = head.slice(at + close.length);
+  }
+  return /^<svg[\s>/]/.test(head);
 }
 
 /**

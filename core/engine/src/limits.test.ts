@@ -170,6 +170,14 @@ describe('format detection', () => {
     expect(performance.now() - started).toBeLessThan(100);
   });
 
+  it('knows SVG behind a BOM, comments and a DOCTYPE, and HTML is not SVG', async () => {
+    const illustrator =
+      '\ufeff<?xml version="1.0" encoding="utf-8"?>\n<!-- Generator: Adobe Illustrator 27.0 -->\n<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">\n<svg version="1.1" xmlns="http://www.w3.org/2000/svg"/>';
+    expect((await refusal(engine.optimize(Buffer.from(illustrator)))).message).toMatch(/^file: SVG/);
+    const html = '<!doctype html><html><body><svg xmlns="http://www.w3.org/2000/svg"/></body></html>';
+    expect((await refusal(engine.optimize(Buffer.from(html)))).code).toBe('NOT_AN_IMAGE');
+  });
+
   it('refuses video in an ISO container by name', async () => {
     const mp4 = Buffer.alloc(64);
     mp4.writeUInt32BE(24, 0);
