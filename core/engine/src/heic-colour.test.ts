@@ -5,44 +5,15 @@ import { closeHeicDecoder } from './heic.ts';
 import { heicColour, heicInputProfile } from './heic-colour.ts';
 import { rgbaTiff } from './rgba-tiff.ts';
 import { corpus } from './test-support/corpus.ts';
+import { heifHeader } from './test-support/heif-boxes.ts';
 
 const engine = createEngine({ concurrency: 2 });
 
 afterAll(() => closeHeicDecoder());
 
-function box(type: string, ...body: Uint8Array[]): Buffer {
-  const size = 8 + body.reduce((n, b) => n + b.length, 0);
-  const head = Buffer.alloc(8);
-  head.writeUInt32BE(size, 0);
-  head.write(type, 4, 'latin1');
-  return Buffer.concat([head, ...body]);
-}
-
-const FULL = new Uint8Array(4); // version 0, flags 0
-
-/**
- * The header boxes of a HEIF whose primary item (2) is associated with an nclx colour box, while item 1
- * (a thumbnail) has an ICC profile: what matters is the primary's colour.
- */
+/** An nclx colour on the primary item, while a thumbnail carries an ICC profile. */
 function nclxHeader(primaries: number): Buffer {
-  const nclx = Buffer.alloc(11);
-  nclx.write('nclx', 0, 'latin1');
-  nclx.writeUInt16BE(primaries, 4);
-  nclx.writeUInt16BE(13, 6); // sRGB transfer curve, as iPhones declare
-  nclx.writeUInt16BE(6, 8);
-  const icc = Buffer.alloc(4 + 200, 1);
-  icc.write('prof', 0, 'latin1');
-  // ipma v0: 2 entries; item 1 → property 2 (the ICC), item 2 → property 1 (the nclx)
-  const ipma = Buffer.from([0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 1, 0x82, 0, 2, 1, 0x81]);
-  return Buffer.concat([
-    box('ftyp', Buffer.from('heic\0\0\0\0mif1heic', 'latin1')),
-    box(
-      'meta',
-      FULL,
-      box('pitm', FULL, Buffer.from([0, 2])),
-      box('iprp', box('ipco', box('colr', nclx), box('colr', icc)), box('ipma', ipma)),
-    ),
-  ]);
+  return heifHeader({ width: 100, height: 80, colour: { primaries } });
 }
 
 async function meanRgb(image: Uint8Array): Promise<number[]> {

@@ -41,7 +41,7 @@ function sharpSeconds(limits: EngineLimits): number {
   return Math.max(1, Math.ceil(limits.timeoutSeconds));
 }
 
-function checkPixels(width: number, height: number, frames: number, limits: EngineLimits): void {
+export function checkPixels(width: number, height: number, frames: number, limits: EngineLimits): void {
   if (width * height > limits.maxPixels) {
     throw new CompressoError(
       'IMAGE_TOO_LARGE',
