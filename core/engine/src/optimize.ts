@@ -51,10 +51,22 @@ export function prepare(source: Source, options: CompressOptions, format: Output
   return p;
 }
 
+/**
+ * JPEG has no alpha: left to libvips, transparent pixels keep whatever colour they store, which is
+ * black in most files (and sometimes garbage). White is what a page shows behind a transparent image
+ * in almost every site and viewer, so that is what the JPEG shows where the image was transparent.
+ */
+export const JPEG_BACKGROUND = '#ffffff';
+
+function flattenForJpeg(pipeline: Sharp, source: Source, format: OutputFormat): Sharp {
+  return format === 'jpeg' && source.hasAlpha ? pipeline.flatten({ background: JPEG_BACKGROUND }) : pipeline;
+}
+
 async function encode(source: Source, options: CompressOptions, settings: EncodeSettings): Promise<Encoded> {
   try {
+    const pipeline = flattenForJpeg(prepare(source, options, settings.format), source, settings.format);
     const { data, info } = await withTimeLimit(
-      applyEncoder(prepare(source, options, settings.format), settings).toBuffer({ resolveWithObject: true }),
+      applyEncoder(pipeline, settings).toBuffer({ resolveWithObject: true }),
       source.limits.timeoutSeconds,
     );
     const frames = settings.format === 'gif' || settings.format === 'webp' ? Math.max(1, info.pages ?? 1) : 1;
