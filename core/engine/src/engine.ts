@@ -6,6 +6,7 @@ import {
   parseCompressOptions,
 } from '@compresso/schema';
 import sharp from 'sharp';
+import { createAutoEncoder } from './auto.ts';
 import { inspectImage } from './inspect.ts';
 import { DEFAULT_LIMITS, type EngineLimits } from './limits.ts';
 import { type AutoEncoder, type OptimizeOutput, optimizeImage } from './optimize.ts';
@@ -24,7 +25,7 @@ export interface EngineConfig {
    * (1 on glibc without jemalloc unless MALLOC_ARENA_MAX is set, else one per core).
    */
   threadsPerImage?: number;
-  /** Strategy for quality "auto". */
+  /** Strategy for quality "auto". Default: the SSIMULACRA2 search of auto.ts (`createAutoEncoder()`). */
   auto?: AutoEncoder;
 }
 
@@ -49,7 +50,7 @@ export function createEngine(config: EngineConfig = {}): Engine {
   // libvips keeps recently used operations; files: 0 because inputs are buffers, and an fd cache
   // only holds descriptors open.
   sharp.cache({ memory: 64, files: 0, items: 100 });
-  const context = { limits, ...(config.auto ? { auto: config.auto } : {}) };
+  const context = { limits, auto: config.auto ?? createAutoEncoder() };
   return {
     limits,
     optimize(input, options) {

@@ -1,3 +1,4 @@
+export { AUTO_FLOOR, AUTO_MAX_Q, AUTO_MIN_Q, AUTO_TARGET, createAutoEncoder } from './auto.ts';
 export { type Detected, detectFormat } from './detect.ts';
 export { AVIF_EFFORT, applyEncoder, type EncodeSettings, WEBP_EFFORT } from './encode.ts';
 export { createEngine, type Engine, type EngineConfig, type EngineStats } from './engine.ts';
@@ -15,6 +16,6 @@ export {
   ssimulacra2,
 } from './metric/index.ts';
 export { type AutoEncoder, type OptimizeOutput, PNG_TO_JPEG_MIN_SAVING, prepare } from './optimize.ts';
-export { encoderQuality } from './quality.ts';
+export { DEFAULT_SCALE_QUALITY, encoderQuality, scoreForQuality } from './quality.ts';
 export { Semaphore } from './semaphore.ts';
 export { openSource, type Source } from './source.ts';

@@ -8,6 +8,8 @@ import type { Sharp } from 'sharp';
 import { applyEncoder, type EncodeSettings } from './encode.ts';
 import { stripMetadataLossless } from './exif.ts';
 import { type EngineLimits, withTimeLimit } from './limits.ts';
+import { backgroundsFor, decodeReferences, scoreEncoded } from './metric/compare.ts';
+import { scoreForQuality } from './quality.ts';
 import { fromSharpError } from './sharp-errors.ts';
 import { openSource, type Source } from './source.ts';
 
@@ -28,6 +30,8 @@ interface Encoded {
   height: number;
   format: OutputFormat;
   quality: number;
+  /** SSIMULACRA2 against the source, when one was computed on the way (palette PNG check). */
+  score?: number;
 }
 
 /** Formats that can carry every frame of an animation; the others get the first frame. */
@@ -82,14 +86,25 @@ async function encode(source: Source, options: CompressOptions, settings: Encode
   }
 }
 
-/** PNG: a palette when it looks the same, otherwise lossless; the smaller of the two that qualify. */
+/**
+ * PNG: a palette when it keeps the requested quality, otherwise lossless. The palette is kept only
+ * when it is smaller than the lossless PNG and its SSIMULACRA2 against the source reaches
+ * `scoreForQuality(quality)` — what mozjpeg reaches at that quality on photos (77 at the default 80,
+ * 95 at 100), so a palette never looks worse than the JPEG of the same quality would. The check runs
+ * only when the palette is the smaller one (the metric costs about a second per 2048-px image).
+ */
 async function encodePng(source: Source, options: CompressOptions, quality: number): Promise<Encoded> {
   const [palette, lossless] = await Promise.all([
     encode(source, options, { format: 'png', quality }),
-    quality >= 100 ? undefined : encode(source, options, { format: 'png', quality, lossless: true }),
+    encode(source, options, { format: 'png', quality, lossless: true }),
   ]);
-  if (!lossless) return palette;
-  return palette.data.length <= lossless.data.length ? palette : lossless;
+  if (palette.data.length >= lossless.data.length) return lossless;
+  const references = await decodeReferences(
+    () => prepare(source, { ...options, strip_exif: true }, 'jpeg'),
+    backgroundsFor(source.hasAlpha, 'png'),
+  );
+  const score = await scoreEncoded(references, palette.data);
+  return score >= scoreForQuality(quality) ? { ...palette, score } : { ...lossless, score: 100 };
 }
 
 async function encodeAt(source: Source, options: CompressOptions, format: OutputFormat, quality: number) {

@@ -1,4 +1,7 @@
-import type { OutputFormat } from '@compresso/schema';
+import { DEFAULT_QUALITY, type OutputFormat } from '@compresso/schema';
+
+/** The fixed default on the scale; quality "auto" aims at the score it reaches. */
+export const DEFAULT_SCALE_QUALITY = DEFAULT_QUALITY;
 
 /**
  * Compresso's one quality scale. A quality Q means "the visual quality mozjpeg reaches at Q"; the
@@ -26,6 +29,35 @@ const AVIF: Curve = [
   [90, 74],
   [100, 100],
 ];
+
+/**
+ * Mean SSIMULACRA2 mozjpeg reaches at Q on the photo corpus: what a quality Q *means*. Used as the
+ * bar a palette PNG must clear at quality Q before it is preferred to lossless.
+ */
+const SCORE: Curve = [
+  [1, 0],
+  [40, 55],
+  [60, 67],
+  [80, 77],
+  [90, 84],
+  [100, 95],
+];
+
+function interpolateExact(curve: Curve, q: number): number {
+  const first = curve[0]!;
+  if (q <= first[0]) return first[1];
+  for (let i = 1; i < curve.length; i++) {
+    const [q1, e1] = curve[i]!;
+    const [q0, e0] = curve[i - 1]!;
+    if (q <= q1) return e0 + ((e1 - e0) * (q - q0)) / (q1 - q0);
+  }
+  return curve[curve.length - 1]![1];
+}
+
+/** The SSIMULACRA2 that quality `q` stands for (mozjpeg's mean on photos at q). */
+export function scoreForQuality(q: number): number {
+  return interpolateExact(SCORE, q);
+}
 
 function interpolate(curve: Curve, q: number): number {
   const first = curve[0]!;

@@ -1,0 +1,43 @@
+import type { OutputFormat } from '@compresso/schema';
+import type { Sharp } from 'sharp';
+import { ALPHA_BACKGROUNDS, decodeToRgb, type RgbImage, scoreAsync } from './index.ts';
+
+type Rgb = { r: number; g: number; b: number };
+
+export interface Reference {
+  background: Rgb;
+  image: RgbImage;
+}
+
+/**
+ * What transparent pixels are judged over. Opaque: nothing shows through, any background will do.
+ * Transparent, into a format with alpha: dark and light grey, the worse score counts (as the
+ * reference tool does). Into JPEG: the engine flattens onto white (optimize.ts JPEG_BACKGROUND), so
+ * the reference is judged on white too — the metric then measures compression, not the lost
+ * transparency.
+ */
+export function backgroundsFor(hasAlpha: boolean, format: OutputFormat): Rgb[] {
+  if (!hasAlpha) return [{ r: 128, g: 128, b: 128 }];
+  if (format === 'jpeg') return [{ r: 255, g: 255, b: 255 }];
+  return ALPHA_BACKGROUNDS.map((b) => ({ ...b }));
+}
+
+/** The reference decoded once per background; `pipeline` gives a fresh first-frame pipeline each call. */
+export async function decodeReferences(pipeline: () => Sharp, backgrounds: Rgb[]): Promise<Reference[]> {
+  return Promise.all(
+    backgrounds.map(async (background) => ({
+      background,
+      image: await decodeToRgb(pipeline(), { background }),
+    })),
+  );
+}
+
+/** SSIMULACRA2 of encoded bytes against the reference(s), in the metric worker pool: the worst one. */
+export async function scoreEncoded(references: Reference[], data: Uint8Array): Promise<number> {
+  const scores = await Promise.all(
+    references.map(async ({ background, image }) =>
+      scoreAsync(image, await decodeToRgb(data, { background })),
+    ),
+  );
+  return Math.min(...scores);
+}
