@@ -44,11 +44,15 @@ export async function closeHeicDecoder(): Promise<void> {
 }
 
 let inFlight = 0;
+let submitted = 0;
 
-/** HEIC decodes running and waiting for a worker (all zero before the first HEIC). */
-export function heicDecoderStats(): { running: number; waiting: number; threads: number } {
+/**
+ * HEIC decodes running and waiting for a worker (all zero before the first HEIC), and how many were
+ * ever handed to the pool (a refusal from the header never is).
+ */
+export function heicDecoderStats(): { running: number; waiting: number; threads: number; submitted: number } {
   const waiting = pool?.queueSize ?? 0;
-  return { running: inFlight - waiting, waiting, threads: pool?.threads.length ?? 0 };
+  return { running: inFlight - waiting, waiting, threads: pool?.threads.length ?? 0, submitted };
 }
 
 function readUint32(bytes: Uint8Array, offset: number): number {
@@ -226,6 +230,7 @@ export async function decodeHeic(bytes: Uint8Array, limits: EngineLimits): Promi
   // them or sharp reads them as sRGB and the colours come out flat.
   const icc = await heicInputProfile(bytes);
   inFlight++;
+  submitted++;
   try {
     // The time limit covers the wait for a worker too: a queue longer than the limit fails fast
     // instead of piling up. An aborted task's worker is terminated, which frees its WASM heap.

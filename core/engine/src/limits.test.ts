@@ -178,7 +178,7 @@ describe('format detection', () => {
     hostile.write('ftypisom', 4, 'latin1');
     const started = performance.now();
     expect((await refusal(engine.optimize(hostile))).code).toBe('UNSUPPORTED_FORMAT');
-    expect(performance.now() - started).toBeLessThan(100);
+    expect(performance.now() - started).toBeLessThan(300);
   });
 
   it('knows SVG behind a BOM, comments and a DOCTYPE, and HTML is not SVG', async () => {
