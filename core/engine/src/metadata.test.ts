@@ -2,7 +2,7 @@ import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { createEngine } from './engine.ts';
 import { stripMetadataLossless } from './exif.ts';
-import { GPS_EXIF, noise, sidewaysJpeg } from './test-support/fixtures.ts';
+import { GPS_EXIF, noise, sidewaysJpeg, withIptc } from './test-support/fixtures.ts';
 
 const engine = createEngine({ concurrency: 2 });
 const XMP =
@@ -29,6 +29,17 @@ describe('metadata', () => {
       iptc: false,
       gps: false,
     });
+  });
+
+  it('strips IPTC (APP13), on a re-encode and on the lossless path', async () => {
+    const input = withIptc(await noise(32, 32).jpeg({ quality: 40, mozjpeg: true }).toBuffer());
+    expect((await engine.inspect(input)).metadata.iptc).toBe(true);
+    for (const quality of [60, 100]) {
+      const { data, info } = await engine.optimize(input, { quality });
+      expect(info.metadata_stripped).toBe(true);
+      expect((await engine.inspect(data)).metadata.iptc).toBe(false);
+      expect(data.includes('Rue Example')).toBe(false);
+    }
   });
 
   it('strip_exif: false keeps EXIF and GPS', async () => {

@@ -93,3 +93,21 @@ export function noise(width: number, height: number, channels: 3 | 4 = 3): Sharp
     },
   });
 }
+
+/**
+ * Insert an APP13 Photoshop IRB segment carrying an IPTC caption (record 2, dataset 120) right after
+ * the SOI of a JPEG: how newsroom tools store captions, bylines and locations.
+ */
+export function withIptc(jpeg: Buffer, caption = 'Taken at 12 Rue Example, Paris'): Buffer {
+  const text = Buffer.from(caption, 'latin1');
+  const iptc = Buffer.concat([Buffer.from([0x1c, 0x02, 0x78, text.length >> 8, text.length & 255]), text]);
+  const size = Buffer.alloc(4);
+  size.writeUInt32BE(iptc.length, 0);
+  // Resource data is padded to an even length; the size field gives the unpadded length.
+  const padding = Buffer.alloc(iptc.length % 2);
+  const resource = Buffer.concat([Buffer.from('8BIM\x04\x04\0\0', 'latin1'), size, iptc, padding]);
+  const body = Buffer.concat([Buffer.from('Photoshop 3.0\0', 'latin1'), resource]);
+  const head = Buffer.from([0xff, 0xed, 0, 0]);
+  head.writeUInt16BE(body.length + 2, 2);
+  return Buffer.concat([jpeg.subarray(0, 2), head, body, jpeg.subarray(2)]);
+}
