@@ -34,6 +34,14 @@ function metricPool(): Piscina<ScoreTask, number> {
 }
 
 /**
+ * Each reference object gets an id; the worker thread keeps the reference-side work for the last ids
+ * it saw, so scoring many candidates against one reference object pays for it once. Pixels must not
+ * be changed in place between calls with the same object (RgbImage is treated as immutable).
+ */
+const referenceIds = new WeakMap<RgbImage, number>();
+let nextReferenceId = 1;
+
+/**
  * SSIMULACRA2 computed in a worker thread, so the event loop is never blocked by the metric. The
  * pixel buffers are copied to the worker (not transferred): callers such as the auto-quality search
  * keep using the same reference for several scores.
@@ -44,7 +52,12 @@ export async function scoreAsync(reference: RgbImage, distorted: RgbImage): Prom
       `SSIMULACRA2 needs images of the same size: reference ${reference.width}×${reference.height}, distorted ${distorted.width}×${distorted.height}`,
     );
   }
-  return metricPool().run({ reference, distorted });
+  let referenceId = referenceIds.get(reference);
+  if (referenceId === undefined) {
+    referenceId = nextReferenceId++;
+    referenceIds.set(reference, referenceId);
+  }
+  return metricPool().run({ referenceId, reference, distorted });
 }
 
 /** Stop the metric threads (tests, graceful shutdown). A later score creates a new pool. */

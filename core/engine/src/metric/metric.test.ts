@@ -2,7 +2,7 @@ import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { corpus } from '../test-support/corpus.ts';
 import { closeMetricPool, decodeToRgb, type RgbImage, scoreAsync, ssimulacra2 } from './index.ts';
-import { subScores } from './ssimulacra2.ts';
+import { prepareReference, subScores } from './ssimulacra2.ts';
 
 const photo = corpus('photo-skimage-chelsea.png'); // 451×300: a real photo, scored in ~0.1 s
 
@@ -64,6 +64,17 @@ describe('ssimulacra2', () => {
     const [a, b] = await Promise.all([scoreAsync(ref, dist), scoreAsync(ref, dist)]);
     expect(a).toBe(ssimulacra2(ref, dist));
     expect(b).toBe(a);
+  });
+});
+
+describe('prepared reference', () => {
+  it('scores exactly as the one-shot path, for several candidates', async () => {
+    const ref = await decodeToRgb(photo);
+    const prepared = prepareReference(ref);
+    for (const q of [90, 40]) {
+      const dist = await jpegAt(q);
+      expect(ssimulacra2(prepared, dist)).toBe(ssimulacra2(ref, dist));
+    }
   });
 });
 

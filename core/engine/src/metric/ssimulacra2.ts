@@ -11,7 +11,8 @@
  * separable 11-tap FIR Gaussian with the same zero boundary does that job (same support, same edge
  * behaviour, a few hundredths of a point apart in practice).
  *
- * Everything is Float32Array planes allocated once per call; no per-pixel allocation.
+ * Everything is Float32Array planes allocated once per call; no per-pixel allocation. The reference
+ * side can be prepared once (`prepareReference`) and reused for many distorted candidates.
  */
 
 export interface RgbImage {
@@ -173,89 +174,117 @@ function multiply(a: Float32Array, b: Float32Array, n: number, out: Float32Array
   for (let i = 0; i < n; i++) out[i] = a[i]! * b[i]!;
 }
 
-/** Scratch buffers sized for scale 0 and reused (as prefixes) by the smaller scales. */
-interface Scratch {
-  xyb1: Planes;
-  xyb2: Planes;
-  mul: Float32Array;
-  tmp: Float32Array;
-  mu1: Float32Array;
-  mu2: Float32Array;
-  s11: Float32Array;
-  s22: Float32Array;
-  s12: Float32Array;
+function checkRgb(name: string, img: RgbImage): void {
+  if (img.data.length !== img.width * img.height * 3) {
+    throw new RangeError(
+      `${name}: expected ${img.width * img.height * 3} bytes of RGB, got ${img.data.length}`,
+    );
+  }
+}
+
+/** One scale of a prepared reference: its XYB planes and their blurred means and squares. */
+interface ReferenceScale {
+  width: number;
+  height: number;
+  xyb: Planes;
+  mu: Planes;
+  sigmaSq: Planes;
+}
+
+/**
+ * Everything about the reference that does not depend on the distorted image, computed once. A
+ * search that scores several candidates against one reference (quality "auto", calibration) skips
+ * 2 of the 5 blurs per plane and the reference's colour conversion and downsampling on every score.
+ */
+export interface PreparedReference {
+  width: number;
+  height: number;
+  scales: ReferenceScale[];
+}
+
+export function prepareReference(reference: RgbImage): PreparedReference {
+  checkRgb('reference', reference);
+  let width = reference.width;
+  let height = reference.height;
+  const tmp = new Float32Array(width * height);
+  const mul = new Float32Array(width * height);
+  const scales: ReferenceScale[] = [];
+  let lin = toLinear(reference);
+  for (let scale = 0; scale < SCALES; scale++) {
+    if (width < 8 || height < 8) break;
+    if (scale > 0) {
+      lin = downsample(lin, width, height);
+      width = (width + 1) >> 1;
+      height = (height + 1) >> 1;
+    }
+    const n = width * height;
+    const xyb = planes(n);
+    toXyb(lin, n, xyb);
+    const mu = planes(n);
+    const sigmaSq = planes(n);
+    for (let c = 0; c < 3; c++) {
+      blur(xyb[c]!, width, height, tmp, mu[c]!);
+      multiply(xyb[c]!, xyb[c]!, n, mul);
+      blur(mul, width, height, tmp, sigmaSq[c]!);
+    }
+    scales.push({ width, height, xyb, mu, sigmaSq });
+  }
+  return { width: reference.width, height: reference.height, scales };
 }
 
 /**
  * The 108 sub-scores for one pair, each |norm| in the order the weights expect. Exposed so tests and
  * tuning can look inside; `ssimulacra2()` is what callers want.
  */
-export function subScores(reference: RgbImage, distorted: RgbImage): Float64Array {
+export function subScores(reference: RgbImage | PreparedReference, distorted: RgbImage): Float64Array {
+  const ref = 'scales' in reference ? reference : undefined;
   if (reference.width !== distorted.width || reference.height !== distorted.height) {
     throw new RangeError(
       `SSIMULACRA2 needs images of the same size: reference ${reference.width}×${reference.height}, distorted ${distorted.width}×${distorted.height}`,
     );
   }
-  for (const [name, img] of [
-    ['reference', reference],
-    ['distorted', distorted],
-  ] as const) {
-    if (img.data.length !== img.width * img.height * 3) {
-      throw new RangeError(
-        `${name}: expected ${img.width * img.height * 3} bytes of RGB, got ${img.data.length}`,
-      );
-    }
-  }
-  let width = reference.width;
-  let height = reference.height;
+  checkRgb('distorted', distorted);
+  const prepared = ref ?? prepareReference(reference as RgbImage);
+  let width = distorted.width;
+  let height = distorted.height;
   const n0 = width * height;
-  const s: Scratch = {
-    xyb1: planes(n0),
-    xyb2: planes(n0),
-    mul: new Float32Array(n0),
-    tmp: new Float32Array(n0),
-    mu1: new Float32Array(n0),
-    mu2: new Float32Array(n0),
-    s11: new Float32Array(n0),
-    s22: new Float32Array(n0),
-    s12: new Float32Array(n0),
-  };
+  const xyb2 = planes(n0);
+  const mul = new Float32Array(n0);
+  const tmp = new Float32Array(n0);
+  const mu2 = new Float32Array(n0);
+  const s22 = new Float32Array(n0);
+  const s12 = new Float32Array(n0);
   // [scale][c*2+norm] and [scale][c*4+k], as in the published description.
   const ssim = new Float64Array(SCALES * 6);
   const edge = new Float64Array(SCALES * 12);
-  let scalesDone = 0;
-  let lin1 = toLinear(reference);
   let lin2 = toLinear(distorted);
-  for (let scale = 0; scale < SCALES; scale++) {
-    if (width < 8 || height < 8) break;
+  const scalesDone = prepared.scales.length;
+  for (let scale = 0; scale < scalesDone; scale++) {
+    const r = prepared.scales[scale]!;
     if (scale > 0) {
-      lin1 = downsample(lin1, width, height);
       lin2 = downsample(lin2, width, height);
       width = (width + 1) >> 1;
       height = (height + 1) >> 1;
     }
     const n = width * height;
-    toXyb(lin1, n, s.xyb1);
-    toXyb(lin2, n, s.xyb2);
+    toXyb(lin2, n, xyb2);
     const inv = 1 / n;
     for (let c = 0; c < 3; c++) {
-      const a = s.xyb1[c]!;
-      const b = s.xyb2[c]!;
-      multiply(a, a, n, s.mul);
-      blur(s.mul, width, height, s.tmp, s.s11);
-      multiply(b, b, n, s.mul);
-      blur(s.mul, width, height, s.tmp, s.s22);
-      multiply(a, b, n, s.mul);
-      blur(s.mul, width, height, s.tmp, s.s12);
-      blur(a, width, height, s.tmp, s.mu1);
-      blur(b, width, height, s.tmp, s.mu2);
+      const a = r.xyb[c]!;
+      const b = xyb2[c]!;
+      const mu1 = r.mu[c]!;
+      const s11 = r.sigmaSq[c]!;
+      multiply(b, b, n, mul);
+      blur(mul, width, height, tmp, s22);
+      multiply(a, b, n, mul);
+      blur(mul, width, height, tmp, s12);
+      blur(b, width, height, tmp, mu2);
       let ssim1 = 0;
       let ssim4 = 0;
       let art1 = 0;
       let art4 = 0;
       let det1 = 0;
       let det4 = 0;
-      const { mu1, mu2, s11, s22, s12 } = s;
       for (let i = 0; i < n; i++) {
         const m1 = mu1[i]!;
         const m2 = mu2[i]!;
@@ -287,7 +316,6 @@ export function subScores(reference: RgbImage, distorted: RgbImage): Float64Arra
       edge[scale * 12 + c * 4 + 2] = det1 * inv;
       edge[scale * 12 + c * 4 + 3] = Math.sqrt(Math.sqrt(det4 * inv));
     }
-    scalesDone++;
   }
   const out = new Float64Array(108);
   let i = 0;
@@ -318,6 +346,6 @@ export function scoreFromSubScores(sub: Float64Array): number {
  * SSIMULACRA2 of `distorted` against `reference` (same size, 8-bit sRGB RGB). Synchronous and
  * CPU-heavy (about a second for a 3-megapixel pair): servers should call `scoreAsync`.
  */
-export function ssimulacra2(reference: RgbImage, distorted: RgbImage): number {
+export function ssimulacra2(reference: RgbImage | PreparedReference, distorted: RgbImage): number {
   return scoreFromSubScores(subScores(reference, distorted));
 }
