@@ -30,6 +30,18 @@ async function expectCode(input: Uint8Array, code: ErrorCode, status: number): P
 }
 
 describe('hostile and broken input', () => {
+  it('anything but bytes → INVALID_REQUEST naming what came', async () => {
+    for (const [input, name] of [
+      ['photo.jpg', 'string'],
+      [new ArrayBuffer(8), 'ArrayBuffer'],
+      [undefined, 'undefined'],
+    ] as const) {
+      const error = await refusal(engine.optimize(input as unknown as Uint8Array));
+      expect(error.code).toBe('INVALID_REQUEST');
+      expect(error.message).toContain(`received ${name}`);
+    }
+  });
+
   it('zero bytes → EMPTY_FILE', async () => {
     const error = await expectCode(new Uint8Array(0), 'EMPTY_FILE', 422);
     expect(error.message).toMatch(/empty/);

@@ -26,6 +26,20 @@ export interface Source {
 }
 
 export function checkSize(bytes: Uint8Array, limits: EngineLimits): void {
+  // The engine is called from JavaScript too: a string or ArrayBuffer here is a caller's mistake that
+  // deserves a message, not a TypeError deep inside detection.
+  if (!(bytes instanceof Uint8Array)) {
+    const received =
+      bytes === null
+        ? 'null'
+        : typeof bytes === 'object'
+          ? (bytes as object).constructor?.name
+          : typeof bytes;
+    throw new CompressoError(
+      'INVALID_REQUEST',
+      `file: expected the image as a Buffer or Uint8Array, received ${received ?? 'an object'}.`,
+    );
+  }
   if (bytes.length === 0) throw new CompressoError('EMPTY_FILE', 'file: the file is empty (0 bytes).');
   if (bytes.length > limits.maxInputBytes) {
     throw new CompressoError(
