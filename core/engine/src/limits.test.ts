@@ -144,11 +144,28 @@ describe('hostile and broken input', () => {
   });
 
   it('says what is wrong differently for each refusal', async () => {
+    const jpeg = corpus('photo-skimage-rocket.jpg');
+    const small = createEngine({ limits: { maxInputBytes: 100 } });
+    const gif = await animatedGif(600, 2, 2);
+    // Thunks: a promise created before its turn would reject unobserved.
+    const cases: [() => Promise<unknown>, ErrorCode][] = [
+      [() => engine.optimize(new Uint8Array(0)), 'EMPTY_FILE'],
+      [() => engine.optimize(Buffer.from('hello, this is text')), 'NOT_AN_IMAGE'],
+      [() => engine.optimize(Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>')), 'UNSUPPORTED_FORMAT'],
+      [() => engine.optimize(Buffer.from('%PDF-1.7\n%âãÏÓ\n')), 'UNSUPPORTED_FORMAT'],
+      [() => engine.optimize(jpeg.subarray(0, jpeg.length >> 1)), 'CORRUPT_IMAGE'],
+      [() => engine.optimize(pngBomb(50_000, 50_000)), 'IMAGE_TOO_LARGE'],
+      [() => engine.optimize(gif), 'TOO_MANY_FRAMES'],
+      [() => small.optimize(jpeg), 'FILE_TOO_LARGE'],
+    ];
     const messages = new Set<string>();
-    for (const input of [new Uint8Array(0), Buffer.from('hello'), pngBomb(50_000, 50_000)]) {
-      messages.add((await refusal(engine.optimize(input))).message);
+    for (const [run, code] of cases) {
+      const error = await refusal(run());
+      expect(error.code).toBe(code);
+      expect(error.message).toMatch(/^file: /);
+      messages.add(error.message);
     }
-    expect(messages.size).toBe(3);
+    expect(messages.size).toBe(cases.length);
   });
 });
 
