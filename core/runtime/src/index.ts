@@ -1,1 +1,38 @@
-export {};
+export {
+  generateKeySecret,
+  hashKey,
+  KEY_PREFIX,
+  looksLikeKey,
+  type NewKeySecret,
+  newId,
+  sameHash,
+} from './api-keys.ts';
+export { CONFIG_ENV, type Config, ConfigError, loadConfig } from './config.ts';
+export {
+  type Account,
+  type ApiKeyRecord,
+  type Database,
+  DuplicateError,
+  type PlanId,
+  type PromoCode,
+  type QuotaResult,
+  type RedeemOutcome,
+} from './database.ts';
+export { createLogger, type Logger, REDACT_PATHS } from './logger.ts';
+export { openDatabase } from './open-database.ts';
+export {
+  type ApiKeyView,
+  applyPromo,
+  createAccount,
+  createApiKey,
+  createPromoCode,
+  listApiKeys,
+  MAX_ACTIVE_KEYS,
+  MAX_KEY_NAME,
+  type PromoInput,
+  requireAccount,
+  revokeApiKey,
+  viewOf,
+} from './operator.ts';
+export { isPlanId, nextReset, PLAN_IDS, type Plan, planOf, quotaDay, secondsUntilReset } from './plans.ts';
+export { type SqliteOptions, sqliteDatabase } from './sqlite.ts';

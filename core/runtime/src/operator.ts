@@ -1,0 +1,193 @@
+import { CompressoError } from '@compresso/schema';
+import { generateKeySecret, newId } from './api-keys.ts';
+import {
+  type Account,
+  type ApiKeyRecord,
+  type Database,
+  DuplicateError,
+  type PlanId,
+  type PromoCode,
+} from './database.ts';
+import { isPlanId } from './plans.ts';
+
+/**
+ * What an operator (the CLI, an admin screen) does to accounts, promo codes and keys. The server's
+ * own key endpoints call the same functions, so a key made by `compresso keys create` and one made by
+ * POST /api/v1/key are the same thing.
+ */
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+export async function createAccount(db: Database, email: string, now = new Date()): Promise<Account> {
+  const trimmed = email.trim();
+  if (!EMAIL.test(trimmed) || trimmed.length > 254) {
+    throw new CompressoError(
+      'INVALID_REQUEST',
+      `email: expected an email address, received ${JSON.stringify(email)}`,
+    );
+  }
+  const account: Account = { id: newId('acc'), email: trimmed, plan: 'free', createdAt: now.toISOString() };
+  try {
+    await db.insertAccount(account);
+  } catch (error) {
+    if (error instanceof DuplicateError) {
+      throw new CompressoError('CONFLICT', `An account with email ${trimmed} already exists.`);
+    }
+    throw error;
+  }
+  return account;
+}
+
+/** Find by id (`acc_…`) or email, or throw NOT_FOUND. */
+export async function requireAccount(db: Database, idOrEmail: string): Promise<Account> {
+  const account = idOrEmail.startsWith('acc_')
+    ? await db.findAccountById(idOrEmail)
+    : await db.findAccountByEmail(idOrEmail.trim());
+  if (!account) throw new CompressoError('NOT_FOUND', `No account ${idOrEmail}.`);
+  return account;
+}
+
+export interface PromoInput {
+  code: string;
+  plan?: PlanId;
+  /** How many accounts may redeem it. Default 1. */
+  uses?: number;
+  /** After this moment the code no longer works. Default: never. */
+  expiresAt?: Date | string | null;
+}
+
+export async function createPromoCode(db: Database, input: PromoInput, now = new Date()): Promise<PromoCode> {
+  const problems: string[] = [];
+  const code = input.code.trim();
+  if (!/^[A-Za-z0-9_-]{3,64}$/.test(code))
+    problems.push(`code: expected 3–64 letters, digits, - or _, received ${JSON.stringify(input.code)}`);
+  const plan = input.plan ?? 'pro';
+  if (!isPlanId(plan)) problems.push(`plan: expected free or pro, received ${JSON.stringify(plan)}`);
+  const uses = input.uses ?? 1;
+  if (!Number.isInteger(uses) || uses < 1)
+    problems.push(`uses: expected a whole number ≥ 1, received ${JSON.stringify(uses)}`);
+  let expiresAt: string | null = null;
+  if (input.expiresAt != null) {
+    const date = input.expiresAt instanceof Date ? input.expiresAt : new Date(input.expiresAt);
+    if (Number.isNaN(date.getTime()))
+      problems.push(
+        `expires: expected a date (e.g. 2027-01-31), received ${JSON.stringify(input.expiresAt)}`,
+      );
+    else expiresAt = date.toISOString();
+  }
+  if (problems.length) throw new CompressoError('INVALID_REQUEST', problems.join('; '));
+  const promo: PromoCode = { code, plan, maxUses: uses, uses: 0, expiresAt, createdAt: now.toISOString() };
+  try {
+    await db.insertPromo(promo);
+  } catch (error) {
+    if (error instanceof DuplicateError)
+      throw new CompressoError('CONFLICT', `Promo code ${code} already exists.`);
+    throw error;
+  }
+  return promo;
+}
+
+const REDEEM_MESSAGES = {
+  unknown_code: ['NOT_FOUND', 'No promo code %s.'],
+  unknown_account: ['NOT_FOUND', 'No such account.'],
+  expired: ['INVALID_REQUEST', 'Promo code %s has expired.'],
+  used_up: ['INVALID_REQUEST', 'Promo code %s has no uses left.'],
+  already_redeemed: ['CONFLICT', 'This account already redeemed promo code %s.'],
+} as const;
+
+/** Activate the promo code's plan on the account (by id or email). */
+export async function applyPromo(
+  db: Database,
+  idOrEmail: string,
+  code: string,
+  now = new Date(),
+): Promise<Account> {
+  const account = await requireAccount(db, idOrEmail);
+  const outcome = await db.redeemPromo(code.trim(), account.id, now.toISOString());
+  if (outcome.ok) return outcome.account;
+  const [errorCode, message] = REDEEM_MESSAGES[outcome.reason];
+  throw new CompressoError(errorCode, message.replace('%s', code.trim()));
+}
+
+/** A key as shown to its owner: never the secret, never the hash. */
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export function viewOf(key: ApiKeyRecord): ApiKeyView {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    created_at: key.createdAt,
+    last_used_at: key.lastUsedAt,
+    revoked_at: key.revokedAt,
+  };
+}
+
+export const MAX_KEY_NAME = 100;
+/** Active keys per account: enough for every environment and integration, small enough that a leaked key cannot mint thousands. */
+export const MAX_ACTIVE_KEYS = 50;
+
+export async function createApiKey(
+  db: Database,
+  accountId: string,
+  name?: string,
+  now = new Date(),
+): Promise<{ key: ApiKeyView; secret: string }> {
+  const cleanName = (name ?? '').trim() || 'default';
+  if (cleanName.length > MAX_KEY_NAME) {
+    throw new CompressoError(
+      'INVALID_REQUEST',
+      `name: expected at most ${MAX_KEY_NAME} characters, received ${cleanName.length}`,
+    );
+  }
+  const active = (await db.listApiKeys(accountId)).filter((k) => k.revokedAt === null).length;
+  if (active >= MAX_ACTIVE_KEYS) {
+    throw new CompressoError(
+      'CONFLICT',
+      `This account already has ${MAX_ACTIVE_KEYS} active keys; revoke one first.`,
+    );
+  }
+  const { secret, prefix, hash } = generateKeySecret();
+  const record: ApiKeyRecord = {
+    id: newId('key'),
+    accountId,
+    name: cleanName,
+    prefix,
+    hash,
+    createdAt: now.toISOString(),
+    lastUsedAt: null,
+    revokedAt: null,
+  };
+  await db.insertApiKey(record);
+  return { key: viewOf(record), secret };
+}
+
+export async function listApiKeys(
+  db: Database,
+  accountId: string,
+  includeRevoked = false,
+): Promise<ApiKeyView[]> {
+  const keys = await db.listApiKeys(accountId);
+  return keys.filter((k) => includeRevoked || k.revokedAt === null).map(viewOf);
+}
+
+/**
+ * Revoke a key. With accountId, only that account's key (an unknown id and another account's key
+ * answer the same NOT_FOUND, so ids of other accounts cannot be probed).
+ */
+export async function revokeApiKey(
+  db: Database,
+  keyId: string,
+  accountId?: string,
+  now = new Date(),
+): Promise<void> {
+  const revoked = await db.revokeApiKey(keyId, now.toISOString(), accountId);
+  if (!revoked) throw new CompressoError('NOT_FOUND', `No active key ${keyId}.`);
+}

@@ -1,0 +1,338 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import type {
+  Account,
+  ApiKeyRecord,
+  Database,
+  PlanId,
+  PromoCode,
+  QuotaResult,
+  RedeemOutcome,
+} from './database.ts';
+import { DuplicateError } from './database.ts';
+
+export interface SqliteOptions {
+  /** Database file; ':memory:' for a throwaway database. Default `<dataDir>/compresso.sqlite`. */
+  path?: string;
+  dataDir?: string;
+  /** How long a write waits for another connection's lock, in ms. */
+  busyTimeoutMs?: number;
+}
+
+/**
+ * Versioned migrations, applied in order at start inside one transaction each. Never edit a shipped
+ * entry: add the next version.
+ */
+const MIGRATIONS: { version: number; sql: string }[] = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE accounts (
+        id TEXT PRIMARY KEY,
+        email TEXT NOT NULL,
+        plan TEXT NOT NULL DEFAULT 'free',
+        created_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX accounts_email ON accounts (lower(email));
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        name TEXT NOT NULL,
+        prefix TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL,
+        last_used_at TEXT,
+        revoked_at TEXT
+      );
+      CREATE INDEX api_keys_account ON api_keys (account_id);
+      CREATE TABLE promo_codes (
+        code TEXT PRIMARY KEY,
+        plan TEXT NOT NULL,
+        max_uses INTEGER NOT NULL,
+        uses INTEGER NOT NULL DEFAULT 0,
+        expires_at TEXT,
+        created_at TEXT NOT NULL
+      );
+      CREATE TABLE promo_redemptions (
+        code TEXT NOT NULL REFERENCES promo_codes (code),
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        redeemed_at TEXT NOT NULL,
+        PRIMARY KEY (code, account_id)
+      );
+      CREATE TABLE usage_daily (
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        day TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (account_id, day)
+      );
+    `,
+  },
+];
+
+type Row = Record<string, SQLInputValue>;
+
+function toAccount(row: Row): Account {
+  return {
+    id: String(row.id),
+    email: String(row.email),
+    plan: String(row.plan) as PlanId,
+    createdAt: String(row.created_at),
+  };
+}
+
+function toKey(row: Row): ApiKeyRecord {
+  return {
+    id: String(row.id),
+    accountId: String(row.account_id),
+    name: String(row.name),
+    prefix: String(row.prefix),
+    hash: String(row.hash),
+    createdAt: String(row.created_at),
+    lastUsedAt: row.last_used_at == null ? null : String(row.last_used_at),
+    revokedAt: row.revoked_at == null ? null : String(row.revoked_at),
+  };
+}
+
+function toPromo(row: Row): PromoCode {
+  return {
+    code: String(row.code),
+    plan: String(row.plan) as PlanId,
+    maxUses: Number(row.max_uses),
+    uses: Number(row.uses),
+    expiresAt: row.expires_at == null ? null : String(row.expires_at),
+    createdAt: String(row.created_at),
+  };
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return error instanceof Error && /UNIQUE constraint failed/i.test(error.message);
+}
+
+/**
+ * The embedded default: one SQLite file through Node's built-in node:sqlite. DatabaseSync blocks the
+ * event loop for the length of each statement, so every query here is a point lookup or a one-row
+ * write on an indexed key (microseconds); nothing scans. WAL lets readers proceed during a write and
+ * makes a commit one append; the busy timeout lets a second process (the CLI beside a running server)
+ * wait for the lock instead of failing.
+ */
+export function sqliteDatabase(options: SqliteOptions = {}): Database {
+  const path = options.path ?? join(options.dataDir ?? './.compresso-data', 'compresso.sqlite');
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new DatabaseSync(path);
+  db.exec(`PRAGMA busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`);
+  if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL');
+  // NORMAL under WAL: a commit survives a process crash; only an OS crash can lose the last
+  // commits, which for counters and keys is an acceptable trade for not fsyncing every request.
+  db.exec('PRAGMA synchronous = NORMAL');
+  db.exec('PRAGMA foreign_keys = ON');
+
+  const cache = new Map<string, ReturnType<DatabaseSync['prepare']>>();
+  const stmt = (sql: string) => {
+    let s = cache.get(sql);
+    if (!s) {
+      s = db.prepare(sql);
+      cache.set(sql, s);
+    }
+    return s;
+  };
+  const transaction = <T>(work: () => T): T => {
+    // IMMEDIATE takes the write lock up front, so two processes cannot both read and then both write.
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      const result = work();
+      db.exec('COMMIT');
+      return result;
+    } catch (error) {
+      db.exec('ROLLBACK');
+      throw error;
+    }
+  };
+  let open = true;
+
+  const database: Database = {
+    kind: 'sqlite',
+    async migrate() {
+      db.exec(
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)',
+      );
+      for (const migration of MIGRATIONS) {
+        transaction(() => {
+          const done = stmt('SELECT 1 AS done FROM schema_migrations WHERE version = ?').get(
+            migration.version,
+          );
+          if (done) return;
+          db.exec(migration.sql);
+          stmt('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(
+            migration.version,
+            new Date().toISOString(),
+          );
+        });
+      }
+    },
+    async ping() {
+      stmt('SELECT 1').get();
+    },
+    async close() {
+      if (!open) return;
+      open = false;
+      cache.clear();
+      db.close();
+    },
+
+    async countAccounts() {
+      return Number((stmt('SELECT count(*) AS n FROM accounts').get() as Row).n);
+    },
+    async insertAccount(account) {
+      try {
+        stmt('INSERT INTO accounts (id, email, plan, created_at) VALUES (?, ?, ?, ?)').run(
+          account.id,
+          account.email,
+          account.plan,
+          account.createdAt,
+        );
+      } catch (error) {
+        if (isUniqueViolation(error))
+          throw new DuplicateError(`an account with email ${account.email} exists`);
+        throw error;
+      }
+    },
+    async findAccountById(id) {
+      const row = stmt('SELECT * FROM accounts WHERE id = ?').get(id) as Row | undefined;
+      return row && toAccount(row);
+    },
+    async findAccountByEmail(email) {
+      const row = stmt('SELECT * FROM accounts WHERE lower(email) = lower(?)').get(email) as Row | undefined;
+      return row && toAccount(row);
+    },
+    async setAccountPlan(accountId, plan) {
+      stmt('UPDATE accounts SET plan = ? WHERE id = ?').run(plan, accountId);
+    },
+
+    async insertPromo(promo) {
+      try {
+        stmt(
+          'INSERT INTO promo_codes (code, plan, max_uses, uses, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+        ).run(promo.code, promo.plan, promo.maxUses, promo.uses, promo.expiresAt, promo.createdAt);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new DuplicateError(`promo code ${promo.code} exists`);
+        throw error;
+      }
+    },
+    async findPromo(code) {
+      const row = stmt('SELECT * FROM promo_codes WHERE code = ?').get(code) as Row | undefined;
+      return row && toPromo(row);
+    },
+    async redeemPromo(code, accountId, now): Promise<RedeemOutcome> {
+      return transaction((): RedeemOutcome => {
+        const promoRow = stmt('SELECT * FROM promo_codes WHERE code = ?').get(code) as Row | undefined;
+        if (!promoRow) return { ok: false, reason: 'unknown_code' };
+        const accountRow = stmt('SELECT * FROM accounts WHERE id = ?').get(accountId) as Row | undefined;
+        if (!accountRow) return { ok: false, reason: 'unknown_account' };
+        const promo = toPromo(promoRow);
+        if (promo.expiresAt !== null && promo.expiresAt <= now) return { ok: false, reason: 'expired' };
+        if (
+          stmt('SELECT 1 AS x FROM promo_redemptions WHERE code = ? AND account_id = ?').get(code, accountId)
+        ) {
+          return { ok: false, reason: 'already_redeemed' };
+        }
+        const counted = stmt(
+          'UPDATE promo_codes SET uses = uses + 1 WHERE code = ? AND uses < max_uses RETURNING uses',
+        ).get(code) as Row | undefined;
+        if (!counted) return { ok: false, reason: 'used_up' };
+        stmt('INSERT INTO promo_redemptions (code, account_id, redeemed_at) VALUES (?, ?, ?)').run(
+          code,
+          accountId,
+          now,
+        );
+        stmt('UPDATE accounts SET plan = ? WHERE id = ?').run(promo.plan, accountId);
+        return {
+          ok: true,
+          account: { ...toAccount(accountRow), plan: promo.plan },
+          promo: { ...promo, uses: Number(counted.uses) },
+        };
+      });
+    },
+
+    async insertApiKey(key) {
+      stmt(
+        'INSERT INTO api_keys (id, account_id, name, prefix, hash, created_at, last_used_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      ).run(
+        key.id,
+        key.accountId,
+        key.name,
+        key.prefix,
+        key.hash,
+        key.createdAt,
+        key.lastUsedAt,
+        key.revokedAt,
+      );
+    },
+    async findActiveKeyByHash(hash) {
+      const row = stmt(
+        `SELECT k.*, a.email AS a_email, a.plan AS a_plan, a.created_at AS a_created_at
+         FROM api_keys k JOIN accounts a ON a.id = k.account_id
+         WHERE k.hash = ? AND k.revoked_at IS NULL`,
+      ).get(hash) as Row | undefined;
+      if (!row) return undefined;
+      return {
+        key: toKey(row),
+        account: toAccount({
+          id: row.account_id ?? null,
+          email: row.a_email ?? null,
+          plan: row.a_plan ?? null,
+          created_at: row.a_created_at ?? null,
+        }),
+      };
+    },
+    async listApiKeys(accountId) {
+      const rows = stmt('SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at, id').all(
+        accountId,
+      ) as Row[];
+      return rows.map(toKey);
+    },
+    async findApiKey(id) {
+      const row = stmt('SELECT * FROM api_keys WHERE id = ?').get(id) as Row | undefined;
+      return row && toKey(row);
+    },
+    async revokeApiKey(id, now, accountId) {
+      const result =
+        accountId === undefined
+          ? stmt('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now, id)
+          : stmt(
+              'UPDATE api_keys SET revoked_at = ? WHERE id = ? AND account_id = ? AND revoked_at IS NULL',
+            ).run(now, id, accountId);
+      return Number(result.changes) === 1;
+    },
+    async touchApiKey(id, now, staleBefore) {
+      stmt(
+        'UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
+      ).run(now, id, staleBefore);
+    },
+
+    async consumeQuota(accountId, day, limit): Promise<QuotaResult> {
+      if (limit < 1) return { allowed: false, used: await database.usageOn(accountId, day) };
+      const row = stmt(
+        `INSERT INTO usage_daily (account_id, day, count) VALUES (?, ?, 1)
+         ON CONFLICT (account_id, day) DO UPDATE SET count = count + 1 WHERE count < ?
+         RETURNING count`,
+      ).get(accountId, day, limit) as Row | undefined;
+      if (row) return { allowed: true, used: Number(row.count) };
+      return { allowed: false, used: await database.usageOn(accountId, day) };
+    },
+    async refundQuota(accountId, day) {
+      stmt('UPDATE usage_daily SET count = count - 1 WHERE account_id = ? AND day = ? AND count > 0').run(
+        accountId,
+        day,
+      );
+    },
+    async usageOn(accountId, day) {
+      const row = stmt('SELECT count FROM usage_daily WHERE account_id = ? AND day = ?').get(
+        accountId,
+        day,
+      ) as Row | undefined;
+      return row ? Number(row.count) : 0;
+    },
+  };
+  return database;
+}
