@@ -126,15 +126,23 @@ describe('HEIC input', () => {
       worstLag = Math.max(worstLag, now - last - 5);
       last = now;
     }, 5);
+    const utilisation = performance.eventLoopUtilization();
     const jobs = [0, 1, 2, 3].map(() => decodeHeic(dune, DEFAULT_LIMITS));
     await new Promise((r) => setImmediate(r));
     const during = heicDecoderStats();
     const results = await Promise.all(jobs);
+    const busy = performance.eventLoopUtilization(utilisation).utilization;
     clearInterval(timer);
+    console.info(
+      `4 HEIC decodes: event loop busy ${(busy * 100).toFixed(0)}%, worst lag ${worstLag.toFixed(0)} ms`,
+    );
     expect(results.every((r) => r.width === 1680 && r.height === 1050 && !r.hasAlpha)).toBe(true);
     expect(during.running + during.waiting).toBe(4);
     expect(during.threads).toBeLessThanOrEqual(2);
-    // Four decodes on the main thread would stall it for their whole duration (~0.5 s here).
-    expect(worstLag).toBeLessThan(100);
+    // Decoding on the main thread would keep the loop busy for the whole time (utilisation ≈ 1) and
+    // stall it ≈ 120 ms per file. Utilisation does not depend on how loaded the machine is; the lag
+    // does (the main thread may simply not be scheduled), hence its looser bound.
+    expect(busy).toBeLessThan(0.3);
+    expect(worstLag).toBeLessThan(250);
   });
 });
