@@ -8,7 +8,7 @@ import {
 import sharp from 'sharp';
 import { createAutoEncoder } from './auto.ts';
 import { inspectImage } from './inspect.ts';
-import { DEFAULT_LIMITS, type EngineLimits } from './limits.ts';
+import { type EngineLimits, resolveLimits } from './limits.ts';
 import { type AutoEncoder, type OptimizeOutput, optimizeImage } from './optimize.ts';
 import { Semaphore } from './semaphore.ts';
 
@@ -44,7 +44,7 @@ export interface Engine {
 }
 
 export function createEngine(config: EngineConfig = {}): Engine {
-  const limits: EngineLimits = { ...DEFAULT_LIMITS, ...config.limits };
+  const limits: EngineLimits = resolveLimits(config.limits);
   const gate = new Semaphore(config.concurrency ?? availableParallelism());
   if (config.threadsPerImage !== undefined) sharp.concurrency(config.threadsPerImage);
   // libvips keeps recently used operations; files: 0 because inputs are buffers, and an fd cache
@@ -53,7 +53,8 @@ export function createEngine(config: EngineConfig = {}): Engine {
   const context = { limits, auto: config.auto ?? createAutoEncoder() };
   return {
     limits,
-    optimize(input, options) {
+    // async, so a bad option arrives as a rejection like every other failure, never a sync throw.
+    async optimize(input, options) {
       const parsed = parseCompressOptions(options ?? {});
       return gate.run(() => optimizeImage(input, parsed, context));
     },

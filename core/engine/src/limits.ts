@@ -61,3 +61,34 @@ export async function withTimeLimit<T>(work: Promise<T>, seconds: number): Promi
     clearTimeout(timer);
   }
 }
+
+const INTEGER_LIMITS = ['maxInputBytes', 'maxPixels', 'maxFrames', 'maxTotalPixels'] as const;
+
+/**
+ * The engine's limits: the defaults overridden by `overrides`, every field checked. A bad limit is a
+ * configuration mistake, so it fails when the engine is created, with one message naming every
+ * problem — not later, as a confusing refusal of a good image.
+ */
+export function resolveLimits(overrides: Partial<EngineLimits> = {}): EngineLimits {
+  const problems: string[] = [];
+  const known = new Set<string>([...INTEGER_LIMITS, 'timeoutSeconds']);
+  for (const key of Object.keys(overrides)) {
+    if (!known.has(key)) problems.push(`${key}: not a limit (known: ${[...known].join(', ')})`);
+  }
+  const limits = { ...DEFAULT_LIMITS, ...overrides };
+  for (const key of INTEGER_LIMITS) {
+    const value = limits[key];
+    if (!Number.isSafeInteger(value) || value < 1) {
+      problems.push(`${key}: expected a positive integer, received ${String(value)}`);
+    }
+  }
+  const { timeoutSeconds } = limits;
+  // sharp accepts at most an hour.
+  if (typeof timeoutSeconds !== 'number' || !(timeoutSeconds > 0 && timeoutSeconds <= 3600)) {
+    problems.push(
+      `timeoutSeconds: expected a number of seconds above 0 and at most 3600, received ${String(timeoutSeconds)}`,
+    );
+  }
+  if (problems.length) throw new RangeError(`Invalid engine limits — ${problems.join('; ')}`);
+  return Object.freeze(limits);
+}
