@@ -4,7 +4,7 @@ export { AVIF_EFFORT, applyEncoder, type EncodeSettings, WEBP_EFFORT } from './e
 export { createEngine, type Engine, type EngineConfig, type EngineStats } from './engine.ts';
 export { exifHasGps, stripMetadataLossless } from './exif.ts';
 export { closeHeicDecoder, HEIC_CONCURRENCY, heicDecoderStats } from './heic.ts';
-export { DEFAULT_LIMITS, type EngineLimits, withTimeLimit } from './limits.ts';
+export { DEFAULT_LIMITS, type EngineLimits, resolveLimits, withTimeLimit } from './limits.ts';
 export {
   ALPHA_BACKGROUNDS,
   closeMetricPool,
