@@ -3,10 +3,23 @@ import type { Sharp } from 'sharp';
 import { encoderQuality } from './quality.ts';
 
 /**
- * AVIF effort. sharp's default (4) runs ≈ 0.18 images/s at 2048 px on 2 cores; effort 2 keeps bytes
- * within a few percent at equal quality while running several times faster (figures: engine README).
+ * AVIF effort. Measured by test/bench/calibrate.ts --part efforts (2026-11-22; 4 photos at 2048 px,
+ * quality 40–70, efforts interleaved in one run on the shared 2-core machine, load ≈ 9, so absolute
+ * times are ~2× an idle machine's; the ratios are what count). Bytes at equal SSIMULACRA2 vs effort 4:
+ *
+ *   effort | encode (loaded) | time vs 4 | bytes vs 4 at equal score
+ *      0   |     0.32 s      |   0.03    |  +34.9 %
+ *      1   |     0.53 s      |   0.05    |  +27.8 %
+ *      2   |     1.19 s      |   0.11    |  +30.6 %
+ *      3   |     1.84 s      |   0.18    |  +12.9 %
+ *      4   |    10.5 s       |   1       |    0     (sharp's default)
+ *
+ * No effort gives both ≥ 2 images/s and bytes within 5 % of effort 4: below 4 libaom drops tools and
+ * the bytes jump. Effort 3 keeps most of AVIF's size advantage (+13 %) at 5.7× the speed of 4;
+ * effort 1 would reach ~3.8 images/s on 2 cores (unloaded: more) but gives back +28 %, most of what
+ * AVIF gains over WebP. Bytes are why one picks AVIF, so 3.
  */
-export const AVIF_EFFORT = 2;
+export const AVIF_EFFORT = 3;
 /** WebP method 4 is libwebp's own default balance; 6 costs ~2× time for ~1–2% bytes. */
 export const WEBP_EFFORT = 4;
 export const PNG_PALETTE_EFFORT = 7;
