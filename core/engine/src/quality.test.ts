@@ -1,4 +1,4 @@
-import sharp from 'sharp';
+import sharp, { type OutputInfo } from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { applyEncoder } from './encode.ts';
 import { decodeToRgb, type RgbImage, ssimulacra2 } from './metric/index.ts';
@@ -20,7 +20,7 @@ const TOLERANCE = 3.5;
 
 const LOSSY = ['jpeg', 'webp', 'avif'] as const;
 
-async function loadPhotos(): Promise<{ raw: Buffer; info: sharp.OutputInfo; reference: RgbImage }[]> {
+async function loadPhotos(): Promise<{ raw: Buffer; info: OutputInfo; reference: RgbImage }[]> {
   return Promise.all(
     PHOTOS.map(async (name) => {
       const { data: raw, info } = await sharp(corpus(name))
