@@ -5,7 +5,7 @@ import { createEngine } from './engine.ts';
 import { closeHeicDecoder } from './heic.ts';
 import { withTimeLimit } from './limits.ts';
 import { corpus } from './test-support/corpus.ts';
-import { animated, animatedGif, noise, pngBomb } from './test-support/fixtures.ts';
+import { animated, animatedGif, noise, pngBomb, pngChunkBomb } from './test-support/fixtures.ts';
 
 const engine = createEngine({ concurrency: 2 });
 
@@ -95,6 +95,20 @@ describe('hostile and broken input', () => {
     expect(elapsed).toBeLessThan(500);
     expect(rssGrowth).toBeLessThan(100 * 1024 * 1024);
     console.info(`bomb refused in ${elapsed.toFixed(1)} ms, RSS +${(rssGrowth / 1048576).toFixed(1)} MB`);
+  });
+
+  it('zlib bombs in PNG text and profile chunks neither blow memory nor stall', async () => {
+    for (const kind of ['zTXt', 'iTXt', 'iCCP'] as const) {
+      const bomb = await pngChunkBomb(kind, 64);
+      expect(bomb.length).toBeLessThan(100_000);
+      const rssBefore = process.memoryUsage().rss;
+      const started = performance.now();
+      // libvips's PNG reader caps what it inflates from ancillary chunks; the image itself is fine.
+      const { info } = await engine.optimize(bomb);
+      expect(info.width).toBe(8);
+      expect(performance.now() - started).toBeLessThan(1000);
+      expect(process.memoryUsage().rss - rssBefore).toBeLessThan(32 * 1024 * 1024);
+    }
   });
 
   it('an animated GIF with 2000 frames → TOO_MANY_FRAMES', async () => {

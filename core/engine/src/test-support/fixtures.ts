@@ -29,6 +29,34 @@ export function pngBomb(width: number, height: number): Buffer {
   ]);
 }
 
+/**
+ * A small valid PNG with one ancillary chunk (zTXt, iTXt or iCCP) whose zlib data inflates to
+ * `inflatedMB` megabytes of zeros: a bomb aimed at the metadata reader rather than the pixels.
+ */
+const deflatedZeros = new Map<number, Buffer>();
+
+export async function pngChunkBomb(kind: 'zTXt' | 'iTXt' | 'iCCP', inflatedMB: number): Promise<Buffer> {
+  const base = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#123456' } })
+    .png()
+    .toBuffer();
+  let zeros = deflatedZeros.get(inflatedMB);
+  if (!zeros) {
+    zeros = deflateSync(Buffer.alloc(inflatedMB * 1024 * 1024), { level: 9 });
+    deflatedZeros.set(inflatedMB, zeros);
+  }
+  const head = {
+    zTXt: 'Comment\0\0',
+    iTXt: 'XML:com.adobe.xmp\0\x01\0\0\0',
+    iCCP: 'bomb\0\0',
+  }[kind];
+  // 33 bytes = signature + IHDR: the chunk goes right after the header, where readers meet it first.
+  return Buffer.concat([
+    base.subarray(0, 33),
+    pngChunk(kind, Buffer.concat([Buffer.from(head, 'latin1'), zeros])),
+    base.subarray(33),
+  ]);
+}
+
 /** Raw RGB frames stacked vertically, each a different flat colour, so every frame is a real frame. */
 function frameStack(frames: number, width: number, height: number): Buffer {
   const raw = Buffer.alloc(width * height * frames * 3);
