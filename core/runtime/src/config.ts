@@ -24,6 +24,11 @@ export interface Config {
    * Bounds what a slow or abandoned upload can hold; 60 s moves 50 MB at under 7 Mbit/s.
    */
   requestTimeoutMs: number;
+  /**
+   * Longest pause inside an upload, in ms (COMPRESSO_IDLE_TIMEOUT_MS): a client that stops sending
+   * mid-body is answered 408 and its partial upload dropped, long before requestTimeoutMs.
+   */
+  idleTimeoutMs: number;
   /** Daily API requests of the Pro plan (COMPRESSO_PRO_DAILY_LIMIT). */
   proDailyLimit: number;
   /** Images processed at once by the engine (COMPRESSO_CONCURRENCY); default: the engine's (cores). */
@@ -49,6 +54,7 @@ const ConfigSchema = z.object({
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   maxUploadBytes: intFrom(1, 1024 * 1024 * 1024).default(50 * 1024 * 1024),
   requestTimeoutMs: intFrom(1000, 3_600_000).default(60_000),
+  idleTimeoutMs: intFrom(100, 600_000).default(15_000),
   proDailyLimit: intFrom(1, 100_000_000).default(500),
   concurrency: intFrom(1, 256).optional(),
   shutdownTimeoutMs: intFrom(0, 600_000).default(30_000),
@@ -63,6 +69,7 @@ export const CONFIG_ENV: Record<keyof Config, string> = {
   logLevel: 'LOG_LEVEL',
   maxUploadBytes: 'COMPRESSO_MAX_UPLOAD_BYTES',
   requestTimeoutMs: 'COMPRESSO_REQUEST_TIMEOUT_MS',
+  idleTimeoutMs: 'COMPRESSO_IDLE_TIMEOUT_MS',
   proDailyLimit: 'COMPRESSO_PRO_DAILY_LIMIT',
   concurrency: 'COMPRESSO_CONCURRENCY',
   shutdownTimeoutMs: 'COMPRESSO_SHUTDOWN_TIMEOUT_MS',

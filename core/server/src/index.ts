@@ -1,1 +1,5 @@
-export {};
+export { type AppDeps, createApp } from './app.ts';
+export { type AuthOptions, type AuthState, requireApiKey } from './auth.ts';
+export { docsPage } from './docs.ts';
+export { openApiDocument } from './openapi.ts';
+export { createHttpServer, type RunningServer, type StartOptions, startServer } from './start.ts';

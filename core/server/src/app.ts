@@ -1,0 +1,242 @@
+import { randomUUID } from 'node:crypto';
+import type { Engine } from '@compresso/engine';
+import {
+  type Config,
+  createApiKey,
+  type Database,
+  type Logger,
+  listApiKeys,
+  MAX_KEY_NAME,
+  nextReset,
+  revokeApiKey,
+  secondsUntilReset,
+} from '@compresso/runtime';
+import {
+  CompressoError,
+  FILE_EXTENSIONS,
+  type InfoResult,
+  MIME_TYPES,
+  parseCompressOptions,
+} from '@compresso/schema';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { z } from 'zod';
+import { authOf, requireApiKey } from './auth.ts';
+import { docsPage } from './docs.ts';
+import { errorHandler, sendError } from './errors.ts';
+import { readUpload } from './multipart.ts';
+import { openApiDocument } from './openapi.ts';
+
+export interface AppDeps {
+  engine: Engine;
+  db: Database;
+  logger: Logger;
+  config: Config;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+const KeyRequestSchema = z.object({ name: z.string().max(MAX_KEY_NAME).optional() }).strict();
+
+/** Every route answers its own methods; others get 405 with Allow. */
+const ROUTES: Record<string, string[]> = {
+  '/api/v1/compress': ['POST'],
+  '/api/v1/info': ['POST'],
+  '/api/v1/key': ['POST'],
+  '/api/v1/keys': ['GET'],
+  '/api/v1/keys/:id': ['DELETE'],
+  '/api/v1/usage': ['GET'],
+  '/api/v1/openapi.json': ['GET'],
+  '/api/v1/docs': ['GET'],
+  '/healthz': ['GET'],
+  '/readyz': ['GET'],
+};
+
+function outputName(uploaded: string | undefined, info: InfoResult): string {
+  const base = (uploaded ?? '')
+    .replace(/^.*[\\/]/, '')
+    .replace(/\.[^.]*$/, '')
+    .replace(/[^A-Za-z0-9._-]+/g, '_')
+    .replace(/^[._]+/, '')
+    .slice(0, 100);
+  return `${base || 'image'}.${FILE_EXTENSIONS[info.output_format]}`;
+}
+
+/** The compression facts as headers, so a client that streams the bytes to disk still gets them. */
+function setInfoHeaders(res: Response, info: InfoResult): void {
+  res.setHeader('X-Input-Size', String(info.input_size));
+  res.setHeader('X-Output-Size', String(info.output_size));
+  res.setHeader('X-Savings-Percent', String(info.savings_percent));
+  res.setHeader('X-Width', String(info.width));
+  res.setHeader('X-Height', String(info.height));
+  res.setHeader('X-Input-Width', String(info.input_width));
+  res.setHeader('X-Input-Height', String(info.input_height));
+  res.setHeader('X-Input-Format', info.input_format);
+  res.setHeader('X-Output-Format', info.output_format);
+  res.setHeader('X-Quality', String(info.quality));
+  res.setHeader('X-Auto-Quality', String(info.auto_quality));
+  res.setHeader('X-Optimized', String(info.optimized));
+  res.setHeader('X-Metadata-Stripped', String(info.metadata_stripped));
+  if (info.score !== undefined) res.setHeader('X-Score', String(info.score));
+}
+
+export function createApp(deps: AppDeps): express.Express {
+  const { engine, db, logger, config } = deps;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  // Query strings are not part of this API; the simple parser cannot build nested objects from them.
+  app.set('query parser', 'simple');
+
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const started = process.hrtime.bigint();
+    const incoming = req.headers['x-request-id'];
+    const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    (req as Request & { requestId?: string }).requestId = requestId;
+    res.setHeader('X-Request-Id', requestId);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    let logged = false;
+    const log = (aborted: boolean) => {
+      if (logged) return;
+      logged = true;
+      const auth = res.locals.auth as { account: { id: string }; key: { id: string } } | undefined;
+      // One line per request. Deliberately no headers, query or body: keys and images never reach the log.
+      logger.info(
+        {
+          request_id: requestId,
+          method: req.method,
+          path: req.path,
+          status: res.statusCode,
+          duration_ms: Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10,
+          bytes_in: Number(req.headers['content-length'] ?? 0) || undefined,
+          bytes_out: Number(res.getHeader('content-length') ?? 0) || undefined,
+          account_id: auth?.account.id,
+          key_id: auth?.key.id,
+          ...(aborted ? { aborted: true } : {}),
+        },
+        'request',
+      );
+    };
+    res.on('finish', () => log(false));
+    res.on('close', () => log(!res.writableFinished));
+    next();
+  });
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    try {
+      await db.ping();
+      res.json({ status: 'ready', database: db.kind });
+    } catch (err) {
+      logger.error({ err }, 'readiness check failed');
+      throw new CompressoError('SERVICE_UNAVAILABLE', 'The database does not answer.');
+    }
+  });
+
+  const document = openApiDocument(config);
+  app.get('/api/v1/openapi.json', (_req, res) => {
+    res.json(document);
+  });
+  const docsHtml = docsPage(document);
+  app.get('/api/v1/docs', (_req, res) => {
+    res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'");
+    res.type('html').send(docsHtml);
+  });
+  app.get('/docs', (_req, res) => {
+    res.redirect(301, '/api/v1/docs');
+  });
+
+  const auth = requireApiKey({ db, config, logger });
+  const authOverQuota = requireApiKey({ db, config, logger }, { allowOverQuota: true });
+  const uploadLimits = { maxBytes: config.maxUploadBytes, idleTimeoutMs: config.idleTimeoutMs };
+
+  const runEngine = async (req: Request) => {
+    const upload = await readUpload(req, uploadLimits);
+    if (!upload.file) {
+      throw new CompressoError('MISSING_FILE', 'file: expected an image in a multipart part named "file".');
+    }
+    // Validate before queueing for the engine: a bad option is answered without touching sharp.
+    const options = parseCompressOptions(upload.fields);
+    const output = await engine.optimize(upload.file, options);
+    return { upload, output };
+  };
+
+  app.post('/api/v1/compress', auth, async (req, res) => {
+    const { upload, output } = await runEngine(req);
+    setInfoHeaders(res, output.info);
+    const name = outputName(upload.filename, output.info);
+    res.setHeader('Content-Type', MIME_TYPES[output.info.output_format]);
+    res.setHeader('Content-Disposition', `attachment; filename="${name}"`);
+    res.setHeader('Content-Length', String(output.data.length));
+    res.end(output.data);
+  });
+
+  app.post('/api/v1/info', auth, async (req, res) => {
+    const { output } = await runEngine(req);
+    setInfoHeaders(res, output.info);
+    res.json(output.info);
+  });
+
+  app.post('/api/v1/key', auth, express.json({ limit: '4kb', strict: true }), async (req, res) => {
+    const parsed = KeyRequestSchema.safeParse(req.body ?? {});
+    if (!parsed.success) {
+      throw new CompressoError(
+        'INVALID_REQUEST',
+        `Expected an optional JSON body {"name": "<at most ${MAX_KEY_NAME} characters>"}.`,
+        {
+          details: parsed.error.issues.map((i) => ({
+            field: i.path.join('.') || '(body)',
+            problem: i.message,
+          })),
+        },
+      );
+    }
+    const { key, secret } = await createApiKey(db, authOf(res).account.id, parsed.data.name);
+    res.status(201).json({ ...key, key: secret });
+  });
+
+  app.get('/api/v1/keys', auth, async (_req, res) => {
+    res.json({ keys: await listApiKeys(db, authOf(res).account.id) });
+  });
+
+  app.delete('/api/v1/keys/:id', authOverQuota, async (req, res) => {
+    const id = String(req.params.id);
+    await revokeApiKey(db, id, authOf(res).account.id);
+    res.json({ id, revoked: true });
+  });
+
+  app.get('/api/v1/usage', auth, (_req, res) => {
+    const state = authOf(res);
+    const now = new Date();
+    res.json({
+      plan: state.account.plan,
+      day: state.day,
+      used: state.used,
+      limit: state.limit,
+      remaining: Math.max(0, state.limit - state.used),
+      resets_at: nextReset(now).toISOString(),
+      resets_in_seconds: secondsUntilReset(now),
+    });
+  });
+
+  for (const [path, methods] of Object.entries(ROUTES)) {
+    app.all(path, (req, res) => {
+      res.setHeader('Allow', methods.join(', '));
+      sendError(
+        res,
+        req,
+        new CompressoError(
+          'METHOD_NOT_ALLOWED',
+          `${req.method} is not allowed on ${req.path}; use ${methods.join(', ')}.`,
+        ),
+      );
+    });
+  }
+
+  app.use((req: Request, res: Response) => {
+    sendError(res, req, new CompressoError('NOT_FOUND', `No route ${req.method} ${req.path}.`));
+  });
+  app.use(errorHandler(logger));
+  return app;
+}

@@ -1,0 +1,340 @@
+import type { Config } from '@compresso/runtime';
+import { ERROR_STATUS, type ErrorCode, openApiComponents } from '@compresso/schema';
+
+type Json = Record<string, unknown>;
+
+const errorRef = { $ref: '#/components/schemas/ErrorBody' };
+
+function codesWith(status: number): ErrorCode[] {
+  return (Object.keys(ERROR_STATUS) as ErrorCode[]).filter((code) => ERROR_STATUS[code] === status);
+}
+
+function errorResponse(status: number, when: string): Json {
+  return {
+    description: `${when} Codes: ${codesWith(status).join(', ')}.`,
+    content: { 'application/json': { schema: errorRef } },
+  };
+}
+
+const rateHeaders: Json = {
+  'RateLimit-Limit': { description: "The account's daily request limit.", schema: { type: 'integer' } },
+  'RateLimit-Remaining': { description: 'Requests left today.', schema: { type: 'integer' } },
+  'RateLimit-Reset': {
+    description: 'Seconds until the quota resets (00:00 UTC).',
+    schema: { type: 'integer' },
+  },
+  'X-Request-Id': { description: 'Identifies this request in the logs.', schema: { type: 'string' } },
+};
+
+const authErrors = (): Json => ({
+  '401': errorResponse(401, 'Missing, malformed, unknown or revoked API key.'),
+  '403': errorResponse(403, 'The account has no plan that includes the API.'),
+  '429': {
+    ...errorResponse(
+      429,
+      'The daily quota is used up. Retry-After gives the seconds to the reset; X-Should-Retry is false.',
+    ),
+    headers: {
+      'Retry-After': { description: 'Seconds until the quota resets.', schema: { type: 'integer' } },
+      'X-Should-Retry': {
+        description: 'Always "false": retrying before the reset cannot succeed.',
+        schema: { type: 'string' },
+      },
+    },
+  },
+  '500': errorResponse(
+    500,
+    'A bug on our side; the message is generic, the cause is logged under the request id.',
+  ),
+});
+
+const imageErrors = (config: Config): Json => ({
+  '400': errorResponse(
+    400,
+    'A missing file or an invalid option; `details` names each field, what it accepts and what was received.',
+  ),
+  '408': errorResponse(408, `The upload paused for more than ${config.idleTimeoutMs} ms.`),
+  '413': errorResponse(413, `The file is larger than ${config.maxUploadBytes} bytes.`),
+  '415': errorResponse(415, 'Not an image, or an image format Compresso does not read.'),
+  '422': errorResponse(
+    422,
+    'An image that cannot be processed: empty, corrupt, too many pixels or frames, too slow.',
+  ),
+});
+
+const infoHeaderNames = [
+  ['X-Input-Size', 'Input bytes.'],
+  ['X-Output-Size', 'Output bytes.'],
+  ['X-Savings-Percent', 'Share of the input saved, in percent.'],
+  ['X-Width', 'Output width in pixels.'],
+  ['X-Height', 'Output height in pixels.'],
+  ['X-Input-Format', 'Format of the input.'],
+  ['X-Output-Format', 'Format of the output.'],
+  ['X-Quality', 'Quality used (1–100).'],
+  ['X-Optimized', 'false when the input was returned unchanged.'],
+] as const;
+
+/**
+ * The OpenAPI 3.1 document of /api/v1. Component schemas come from @compresso/schema, so the options
+ * and results documented here are the ones the server validates with.
+ */
+export function openApiDocument(config: Config): Json {
+  const components = openApiComponents();
+  const multipart = {
+    required: true,
+    content: {
+      'multipart/form-data': {
+        schema: {
+          allOf: [
+            { $ref: '#/components/schemas/CompressOptions' },
+            {
+              type: 'object',
+              required: ['file'],
+              properties: {
+                file: {
+                  type: 'string',
+                  contentMediaType: 'application/octet-stream',
+                  description: 'The image.',
+                },
+              },
+            },
+          ],
+        },
+      },
+    },
+  };
+  const infoHeaders = Object.fromEntries(
+    infoHeaderNames.map(([name, description]) => [name, { description, schema: { type: 'string' } }]),
+  );
+  const keyView = {
+    type: 'object',
+    required: ['id', 'name', 'prefix', 'created_at', 'last_used_at', 'revoked_at'],
+    properties: {
+      id: { type: 'string', examples: ['key_Ab3dEf9hIj2k'] },
+      name: { type: 'string' },
+      prefix: {
+        type: 'string',
+        description: 'The visible, non-secret start of the key.',
+        examples: ['cmp_live_Q2x9LmPa'],
+      },
+      created_at: { type: 'string', format: 'date-time' },
+      last_used_at: {
+        type: ['string', 'null'],
+        format: 'date-time',
+        description: 'Updated at most once a minute.',
+      },
+      revoked_at: { type: ['string', 'null'], format: 'date-time' },
+    },
+  };
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Compresso API',
+      version: '1.0.0',
+      description:
+        'Compress and convert images. Every /api/v1 request except the documentation carries `Authorization: Bearer <API key>`; ' +
+        `the Pro plan includes ${config.proDailyLimit} requests a day per account (all keys together), reset at 00:00 UTC. ` +
+        'Every authenticated request counts, 4xx answers included; 401, 403, 429 and 5xx answers do not.',
+    },
+    servers: [{ url: '/' }],
+    security: [{ apiKey: [] }],
+    paths: {
+      '/api/v1/compress': {
+        post: {
+          operationId: 'compress',
+          summary: 'Compress or convert one image',
+          description: 'Answers the image bytes. The compression facts are in the X-* headers.',
+          requestBody: multipart,
+          responses: {
+            '200': {
+              description:
+                'The compressed image, named after the upload with the new extension (Content-Disposition).',
+              headers: { ...rateHeaders, ...infoHeaders },
+              content: Object.fromEntries(
+                ['image/jpeg', 'image/png', 'image/webp', 'image/avif', 'image/gif'].map((t) => [
+                  t,
+                  { schema: { type: 'string', contentMediaType: t } },
+                ]),
+              ),
+            },
+            ...imageErrors(config),
+            ...authErrors(),
+          },
+        },
+      },
+      '/api/v1/info': {
+        post: {
+          operationId: 'info',
+          summary: 'What compression would do, without keeping anything',
+          requestBody: multipart,
+          responses: {
+            '200': {
+              description: 'The compression facts.',
+              headers: rateHeaders,
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/InfoResult' } } },
+            },
+            ...imageErrors(config),
+            ...authErrors(),
+          },
+        },
+      },
+      '/api/v1/key': {
+        post: {
+          operationId: 'createKey',
+          summary: "Create an API key for the caller's account",
+          description: 'The secret is in this answer only; it is stored as a hash and cannot be shown again.',
+          requestBody: {
+            required: false,
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  additionalProperties: false,
+                  properties: { name: { type: 'string', maxLength: 100 } },
+                },
+              },
+            },
+          },
+          responses: {
+            '201': {
+              description: 'The new key, with its secret.',
+              headers: rateHeaders,
+              content: {
+                'application/json': {
+                  schema: {
+                    ...keyView,
+                    required: [...keyView.required, 'key'],
+                    properties: {
+                      ...keyView.properties,
+                      key: { type: 'string', description: 'The secret: `cmp_live_` and 43 characters.' },
+                    },
+                  },
+                },
+              },
+            },
+            '400': errorResponse(400, 'The body is not {"name": string}.'),
+            '409': errorResponse(409, 'The account has the most active keys allowed.'),
+            ...authErrors(),
+          },
+        },
+      },
+      '/api/v1/keys': {
+        get: {
+          operationId: 'listKeys',
+          summary: "The account's active keys (never their secrets)",
+          responses: {
+            '200': {
+              description: 'Active keys, oldest first.',
+              headers: rateHeaders,
+              content: {
+                'application/json': {
+                  schema: {
+                    type: 'object',
+                    required: ['keys'],
+                    properties: { keys: { type: 'array', items: keyView } },
+                  },
+                },
+              },
+            },
+            ...authErrors(),
+          },
+        },
+      },
+      '/api/v1/keys/{id}': {
+        delete: {
+          operationId: 'revokeKey',
+          summary: 'Revoke a key; it stops working at once',
+          description:
+            'Answered even when the daily quota is used up, so a leaked key can always be revoked.',
+          parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+          responses: {
+            '200': {
+              description: 'Revoked.',
+              content: {
+                'application/json': {
+                  schema: {
+                    type: 'object',
+                    properties: { id: { type: 'string' }, revoked: { const: true } },
+                  },
+                },
+              },
+            },
+            '404': errorResponse(404, "No active key with this id in the caller's account."),
+            ...authErrors(),
+          },
+        },
+      },
+      '/api/v1/usage': {
+        get: {
+          operationId: 'usage',
+          summary: "Today's usage of the account's quota (this request included)",
+          responses: {
+            '200': {
+              description: 'Usage.',
+              headers: rateHeaders,
+              content: {
+                'application/json': {
+                  schema: {
+                    type: 'object',
+                    required: ['plan', 'day', 'used', 'limit', 'remaining', 'resets_at', 'resets_in_seconds'],
+                    properties: {
+                      plan: { type: 'string' },
+                      day: { type: 'string', format: 'date', description: 'The UTC day counted.' },
+                      used: { type: 'integer' },
+                      limit: { type: 'integer' },
+                      remaining: { type: 'integer' },
+                      resets_at: { type: 'string', format: 'date-time' },
+                      resets_in_seconds: { type: 'integer' },
+                    },
+                  },
+                },
+              },
+            },
+            ...authErrors(),
+          },
+        },
+      },
+      '/api/v1/openapi.json': {
+        get: {
+          operationId: 'openapi',
+          summary: 'This document',
+          security: [],
+          responses: { '200': { description: 'OpenAPI 3.1.' } },
+        },
+      },
+      '/api/v1/docs': {
+        get: {
+          operationId: 'docs',
+          summary: 'The API reference as HTML',
+          security: [],
+          responses: { '200': { description: 'HTML.' } },
+        },
+      },
+      '/healthz': {
+        get: {
+          operationId: 'healthz',
+          summary: 'The process is alive',
+          security: [],
+          responses: { '200': { description: 'Alive.' } },
+        },
+      },
+      '/readyz': {
+        get: {
+          operationId: 'readyz',
+          summary: 'The database answers',
+          security: [],
+          responses: {
+            '200': { description: 'Ready.' },
+            '503': errorResponse(503, 'The database does not answer.'),
+          },
+        },
+      },
+    },
+    components: {
+      ...components,
+      securitySchemes: {
+        apiKey: { type: 'http', scheme: 'bearer', description: 'An API key, `cmp_live_…`.' },
+      },
+    },
+  };
+}

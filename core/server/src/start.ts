@@ -1,0 +1,131 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createEngine, type Engine } from '@compresso/engine';
+import {
+  type Config,
+  createLogger,
+  type Database,
+  type Logger,
+  loadConfig,
+  openDatabase,
+} from '@compresso/runtime';
+import type express from 'express';
+import { createApp } from './app.ts';
+
+/**
+ * An http.Server around the app with the timeouts that bound what a slow client can hold:
+ * requestTimeout caps the whole request (headers and body), headersTimeout the headers, and the
+ * connection check runs every second so those limits are enforced promptly (Node's default is 30 s).
+ * No socket inactivity timeout: a long AVIF encode leaves the socket idle while the client waits
+ * legitimately.
+ */
+export function createHttpServer(app: express.Express, config: Pick<Config, 'requestTimeoutMs'>): Server {
+  const server = createServer(
+    {
+      requestTimeout: config.requestTimeoutMs,
+      headersTimeout: Math.min(config.requestTimeoutMs, 20_000),
+      connectionsCheckingInterval: 1000,
+    },
+    app,
+  );
+  server.keepAliveTimeout = 5000;
+  return server;
+}
+
+export interface RunningServer {
+  server: Server;
+  url: string;
+  config: Config;
+  db: Database;
+  logger: Logger;
+  engine: Engine;
+  /** Stop accepting connections, finish in-flight requests (up to shutdownTimeoutMs), close the database. */
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  env?: Record<string, string | undefined>;
+  overrides?: Partial<Config>;
+  logger?: Logger;
+  /** Install SIGINT/SIGTERM handlers that close gracefully. Default true. */
+  handleSignals?: boolean;
+}
+
+export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
+  const config = loadConfig(options.env ?? process.env, options.overrides);
+  const logger = options.logger ?? createLogger(config);
+  const db = await openDatabase(config);
+  const engine = createEngine({
+    limits: { maxInputBytes: config.maxUploadBytes },
+    ...(config.concurrency ? { concurrency: config.concurrency } : {}),
+  });
+  const app = createApp({ engine, db, logger, config });
+  const server = createHttpServer(app, config);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host === '0.0.0.0' || host === '[::]' ? 'localhost' : host}:${address.port}`;
+  logger.info(
+    { url, database: db.kind, data_dir: config.dataDir, engine: engine.stats() },
+    'compresso server listening',
+  );
+
+  if ((await db.countAccounts()) === 0) {
+    // First start: say how to get in, without creating or printing any secret.
+    logger.warn(
+      {
+        next_steps: [
+          'compresso account create --email you@example.com',
+          'compresso promo create LAUNCH --plan pro --uses 1',
+          'compresso account plan you@example.com --promo LAUNCH',
+          'compresso keys create --account you@example.com --name laptop',
+        ],
+      },
+      `No accounts yet. Create the first account and API key with the CLI (same COMPRESSO_DATA_DIR=${config.dataDir}); the key is shown once by the last command.`,
+    );
+  }
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      logger.info('shutting down: finishing in-flight requests');
+      const done = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const timer = setTimeout(() => {
+        logger.warn(
+          { timeout_ms: config.shutdownTimeoutMs },
+          'shutdown timeout: closing remaining connections',
+        );
+        server.closeAllConnections();
+      }, config.shutdownTimeoutMs);
+      timer.unref();
+      await done;
+      clearTimeout(timer);
+      await db.close();
+      logger.info('stopped');
+    })();
+    return closing;
+  };
+
+  if (options.handleSignals !== false) {
+    const onSignal = (signal: NodeJS.Signals) => {
+      logger.info({ signal }, 'signal received');
+      close().then(
+        () => process.exit(0),
+        (err) => {
+          logger.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  }
+  return { server, url, config, db, logger, engine, close };
+}

@@ -1,0 +1,127 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { createEngine, type Engine } from '@compresso/engine';
+import {
+  applyPromo,
+  type Config,
+  createAccount,
+  createApiKey,
+  createLogger,
+  createPromoCode,
+  type Database,
+  type Logger,
+  loadConfig,
+  sqliteDatabase,
+} from '@compresso/runtime';
+import sharp from 'sharp';
+import { createApp } from './app.ts';
+import { createHttpServer } from './start.ts';
+
+export interface TestServer {
+  url: string;
+  db: Database;
+  config: Config;
+  logLines: Record<string, unknown>[];
+  rawLog: string[];
+  dbPath: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+export function tempDir(): { dir: string; cleanup(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'compresso-server-'));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A real server on a loopback port over a real SQLite file, logging into memory so tests can read the log. */
+export async function startTestServer(
+  options: { dbPath: string; overrides?: Partial<Config>; engine?: Engine } = { dbPath: ':memory:' },
+): Promise<TestServer> {
+  const config = loadConfig({}, { logLevel: 'info', maxUploadBytes: 1024 * 1024, ...options.overrides });
+  const rawLog: string[] = [];
+  const logLines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      const text = String(chunk);
+      rawLog.push(text);
+      for (const line of text.split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
+      done();
+    },
+  });
+  const logger: Logger = createLogger(config, sink);
+  const db = sqliteDatabase({ path: options.dbPath });
+  await db.migrate();
+  const engine =
+    options.engine ?? createEngine({ concurrency: 2, limits: { maxInputBytes: config.maxUploadBytes } });
+  const app = createApp({ engine, db, logger, config });
+  const server = createHttpServer(app, config);
+  await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 2048 }, resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    db,
+    config,
+    logLines,
+    rawLog,
+    dbPath: options.dbPath,
+    server,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await db.close();
+    },
+  };
+}
+
+let promoCounter = 0;
+
+/** An account on the Pro plan (through a real promo code) and one key for it. */
+export async function proAccount(
+  db: Database,
+  email: string,
+): Promise<{ accountId: string; key: string; keyId: string }> {
+  const account = await createAccount(db, email);
+  const code = `TEST-${process.pid}-${++promoCounter}`;
+  await createPromoCode(db, { code, plan: 'pro', uses: 1 });
+  await applyPromo(db, email, code);
+  const { key, secret } = await createApiKey(db, account.id, 'test');
+  return { accountId: account.id, key: secret, keyId: key.id };
+}
+
+/** A 64×64 JPEG with some texture, made once: cheap to compress, real enough to shrink. */
+let fixture: Buffer | undefined;
+export async function smallJpeg(): Promise<Buffer> {
+  if (fixture) return fixture;
+  const pixels = Buffer.alloc(64 * 64 * 3);
+  for (let y = 0; y < 64; y++) {
+    for (let x = 0; x < 64; x++) {
+      const i = (y * 64 + x) * 3;
+      pixels[i] = x * 4;
+      pixels[i + 1] = y * 4;
+      pixels[i + 2] = (x * y) % 256;
+    }
+  }
+  fixture = await sharp(pixels, { raw: { width: 64, height: 64, channels: 3 } })
+    .jpeg({ quality: 95 })
+    .toBuffer();
+  return fixture;
+}
+
+export function form(
+  file: Uint8Array | undefined,
+  fields: Record<string, string> = {},
+  filename = 'photo.jpg',
+): FormData {
+  const body = new FormData();
+  for (const [name, value] of Object.entries(fields)) body.append(name, value);
+  if (file) body.append('file', new Blob([new Uint8Array(file)], { type: 'image/jpeg' }), filename);
+  return body;
+}
+
+export function bearer(key: string): Record<string, string> {
+  return { authorization: `Bearer ${key}` };
+}
