@@ -1,0 +1,54 @@
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config.ts';
+
+describe('loadConfig', () => {
+  it('has documented defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      port: 3000,
+      host: '0.0.0.0',
+      dataDir: resolve('./.compresso-data'),
+      databaseUrl: undefined,
+      logLevel: 'info',
+      maxUploadBytes: 50 * 1024 * 1024,
+      proDailyLimit: 500,
+    });
+  });
+
+  it('reads the environment, and explicit overrides win over it', () => {
+    const env = {
+      PORT: '8080',
+      COMPRESSO_DATA_DIR: '/tmp/x',
+      LOG_LEVEL: 'warn',
+      COMPRESSO_PRO_DAILY_LIMIT: '10',
+    };
+    expect(loadConfig(env)).toMatchObject({
+      port: 8080,
+      dataDir: '/tmp/x',
+      logLevel: 'warn',
+      proDailyLimit: 10,
+    });
+    expect(loadConfig(env, { port: 0 }).port).toBe(0);
+  });
+
+  it('lists every problem in one message, naming the variable and the value', () => {
+    let error: unknown;
+    try {
+      loadConfig({
+        PORT: 'eighty',
+        LOG_LEVEL: 'loud',
+        DATABASE_URL: 'mysql://x',
+        COMPRESSO_MAX_UPLOAD_BYTES: '0',
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const { problems, message } = error as ConfigError;
+    expect(problems).toHaveLength(4);
+    for (const name of ['PORT', 'LOG_LEVEL', 'DATABASE_URL', 'COMPRESSO_MAX_UPLOAD_BYTES'])
+      expect(message).toContain(name);
+    expect(message).toContain('"eighty"');
+  });
+});

@@ -1,0 +1,141 @@
+import { join } from 'node:path';
+import { createEngine, type Engine } from '@compresso/engine';
+import { quotaDay } from '@compresso/runtime';
+import { afterAll, describe, expect, it } from 'vitest';
+import { bearer, form, proAccount, smallJpeg, startTestServer, tempDir } from './test-helpers.ts';
+
+const tmp = tempDir();
+afterAll(() => tmp.cleanup());
+
+describe('daily quota', () => {
+  it('600 parallel requests on a fresh Pro account: exactly 500 answered, 100 refused with 429', async () => {
+    const srv = await startTestServer({ dbPath: join(tmp.dir, 'quota.sqlite') });
+    try {
+      const { key, keyId } = await proAccount(srv.db, 'burst@example.com');
+      // GET /usage is the cheapest authenticated request; it counts exactly like a compression.
+      const answers = await Promise.all(
+        Array.from({ length: 600 }, () =>
+          fetch(`${srv.url}/api/v1/usage`, { headers: bearer(key) }).then(async (res) => ({
+            status: res.status,
+            headers: res.headers,
+            body: (await res.json()) as { used?: number; error?: { code: string } },
+          })),
+        ),
+      );
+      const ok = answers.filter((a) => a.status === 200);
+      const refused = answers.filter((a) => a.status === 429);
+      expect(ok).toHaveLength(500);
+      expect(refused).toHaveLength(100);
+      // Each of the 500 saw a different count: no two requests were given the same slot.
+      expect(new Set(ok.map((a) => a.body.used)).size).toBe(500);
+      for (const a of refused) {
+        expect(a.body.error?.code).toBe('QUOTA_EXCEEDED');
+        const retry = Number(a.headers.get('retry-after'));
+        expect(retry).toBeGreaterThan(0);
+        expect(retry).toBeLessThanOrEqual(86_400);
+        expect(a.headers.get('x-should-retry')).toBe('false');
+        expect(a.headers.get('ratelimit-remaining')).toBe('0');
+      }
+      for (const a of answers) {
+        expect(a.headers.get('ratelimit-limit')).toBe('500');
+        expect(a.headers.get('ratelimit-reset')).toMatch(/^\d+$/);
+      }
+      expect(await srv.db.usageOn((await srv.db.findApiKey(keyId))!.accountId, quotaDay())).toBe(500);
+
+      // Over the quota, a key can still be revoked (a leaked key must not lock its owner out of revoking it).
+      const spare = await fetch(`${srv.url}/api/v1/key`, { method: 'POST', headers: bearer(key) });
+      expect(spare.status).toBe(429);
+      const revoke = await fetch(`${srv.url}/api/v1/keys/${keyId}`, {
+        method: 'DELETE',
+        headers: bearer(key),
+      });
+      expect(revoke.status).toBe(200);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('all keys of one account share the quota', async () => {
+    const srv = await startTestServer({
+      dbPath: join(tmp.dir, 'shared.sqlite'),
+      overrides: { proDailyLimit: 3 },
+    });
+    try {
+      const first = await proAccount(srv.db, 'shared@example.com');
+      const made = (await (
+        await fetch(`${srv.url}/api/v1/key`, { method: 'POST', headers: bearer(first.key) })
+      ).json()) as {
+        key: string;
+      };
+      expect((await fetch(`${srv.url}/api/v1/usage`, { headers: bearer(made.key) })).status).toBe(200);
+      expect((await fetch(`${srv.url}/api/v1/usage`, { headers: bearer(first.key) })).status).toBe(200);
+      expect((await fetch(`${srv.url}/api/v1/usage`, { headers: bearer(made.key) })).status).toBe(429);
+    } finally {
+      await srv.close();
+    }
+  });
+});
+
+describe('restart', () => {
+  it('accounts, keys and today’s usage survive closing and reopening the SQLite file', async () => {
+    const path = join(tmp.dir, 'restart.sqlite');
+    const first = await startTestServer({ dbPath: path });
+    const dave = await proAccount(first.db, 'dave@example.com');
+    for (let i = 0; i < 3; i++) {
+      expect((await fetch(`${first.url}/api/v1/usage`, { headers: bearer(dave.key) })).status).toBe(200);
+    }
+    await first.close();
+
+    const second = await startTestServer({ dbPath: path });
+    try {
+      const res = await fetch(`${second.url}/api/v1/usage`, { headers: bearer(dave.key) });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ used: 4, remaining: 496, plan: 'pro' });
+      const keys = (await (
+        await fetch(`${second.url}/api/v1/keys`, { headers: bearer(dave.key) })
+      ).json()) as {
+        keys: { id: string }[];
+      };
+      expect(keys.keys.map((k) => k.id)).toEqual([dave.keyId]);
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+describe('our own failures', () => {
+  it('a bug answers 500 INTERNAL_ERROR with a generic message, logs the cause, and gives the request back', async () => {
+    const real = createEngine({ concurrency: 1 });
+    // A fault injected into the engine boundary: the server's handling of an unexpected throw is what is tested.
+    const broken: Engine = {
+      ...real,
+      limits: real.limits,
+      stats: () => real.stats(),
+      inspect: (b) => real.inspect(b),
+      optimize: async () => {
+        throw new TypeError('internal detail: cannot read property of undefined');
+      },
+    };
+    const srv = await startTestServer({ dbPath: join(tmp.dir, 'bug.sqlite'), engine: broken });
+    try {
+      const erin = await proAccount(srv.db, 'erin@example.com');
+      const res = await fetch(`${srv.url}/api/v1/compress`, {
+        method: 'POST',
+        headers: bearer(erin.key),
+        body: form(await smallJpeg()),
+      });
+      expect(res.status).toBe(500);
+      const body = (await res.json()) as { error: { code: string; message: string; request_id: string } };
+      expect(body.error.code).toBe('INTERNAL_ERROR');
+      expect(body.error.message).not.toContain('internal detail');
+      await new Promise((r) => setTimeout(r, 20));
+      const logged = srv.logLines.find((l) => l.msg === 'unhandled error');
+      expect(logged?.request_id).toBe(body.error.request_id);
+      expect(JSON.stringify(logged)).toContain('internal detail');
+      expect(await srv.db.usageOn(erin.accountId, quotaDay())).toBe(0);
+      expect((await fetch(`${srv.url}/healthz`)).status).toBe(200);
+    } finally {
+      await srv.close();
+    }
+  });
+});
