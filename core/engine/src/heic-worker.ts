@@ -43,13 +43,37 @@ function tagged(code: string, message: string): Error {
   return new Error(`${code}${CODE_SEPARATOR}${message}`);
 }
 
+/**
+ * libheif-js says why a file failed only through console.log (and then returns no image, which
+ * heic-decode reports as "HEIF image not found"). From this worker that would print onto the host
+ * process's stdout, and a library stays silent: the lines are kept and become the error's reason.
+ * One task per worker at a time, so nothing else logs in between.
+ */
+async function quietly<T>(work: () => Promise<T>, reasons: string[]): Promise<T> {
+  const log = console.log;
+  console.log = (...args: unknown[]) => {
+    reasons.push(args.map(String).join(' '));
+  };
+  try {
+    return await work();
+  } finally {
+    console.log = log;
+  }
+}
+
+function reason(said: string[], error: unknown): string {
+  const line = said.at(-1)?.replace(/^Could not parse HEIF file\s*/, '');
+  return (line || String(error)).slice(0, 300);
+}
+
 export default async function decodeHeicInWorker(task: HeicTask) {
   decodeAll ??= (createRequire(import.meta.url)('heic-decode') as { all: HeicAll }).all;
   let images: Awaited<ReturnType<HeicAll>>;
+  const said: string[] = [];
   try {
-    images = await decodeAll({ buffer: task.bytes });
+    images = await quietly(() => decodeAll({ buffer: task.bytes }), said);
   } catch (error) {
-    throw tagged('CORRUPT_IMAGE', `the HEIC/HEIF image could not be read (${String(error)})`);
+    throw tagged('CORRUPT_IMAGE', `the HEIC/HEIF image could not be read (${reason(said, error)})`);
   }
   try {
     const primary = images[0];
@@ -58,7 +82,7 @@ export default async function decodeHeicInWorker(task: HeicTask) {
     if (primary.width * primary.height > task.maxPixels) {
       throw tagged('IMAGE_TOO_LARGE', `${primary.width}×${primary.height}`);
     }
-    const { width, height, data } = await primary.decode();
+    const { width, height, data } = await quietly(() => primary.decode(), said);
     let hasAlpha = false;
     for (let i = 3; i < data.length; i += 4) {
       if (data[i] !== 255) {
@@ -80,7 +104,7 @@ export default async function decodeHeicInWorker(task: HeicTask) {
     }) as unknown as HeicDecoded;
   } catch (error) {
     if (String((error as Error).message).includes(CODE_SEPARATOR)) throw error;
-    throw tagged('CORRUPT_IMAGE', `the HEIC/HEIF image could not be decoded (${String(error)})`);
+    throw tagged('CORRUPT_IMAGE', `the HEIC/HEIF image could not be decoded (${reason(said, error)})`);
   } finally {
     images.dispose();
   }
