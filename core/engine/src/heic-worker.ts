@@ -68,10 +68,11 @@ function reason(said: string[], error: unknown): string {
 
 export default async function decodeHeicInWorker(task: HeicTask) {
   decodeAll ??= (createRequire(import.meta.url)('heic-decode') as { all: HeicAll }).all;
+  const decode = decodeAll;
   let images: Awaited<ReturnType<HeicAll>>;
   const said: string[] = [];
   try {
-    images = await quietly(() => decodeAll({ buffer: task.bytes }), said);
+    images = await quietly(() => decode({ buffer: task.bytes }), said);
   } catch (error) {
     throw tagged('CORRUPT_IMAGE', `the HEIC/HEIF image could not be read (${reason(said, error)})`);
   }
