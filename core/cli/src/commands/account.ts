@@ -1,0 +1,42 @@
+import { applyPromo, createAccount } from '@compresso/runtime';
+import type { Command } from 'commander';
+import { contextOf } from '../context.ts';
+import { dataDirOption, withDatabase, writeJson } from '../data.ts';
+
+/** `compresso account create --email E` and `compresso account plan E --promo CODE`. */
+export function register(program: Command): void {
+  const account = program.command('account').description('manage accounts of the API server (operator)');
+
+  dataDirOption(
+    account
+      .command('create')
+      .description('create an account (on the free plan until a promo code activates Pro)')
+      .requiredOption('--email <email>', 'the account owner’s email address')
+      .option('--json', 'print the account as JSON'),
+  ).action(async (flags: { email: string; json?: boolean }, command: Command) => {
+    await withDatabase(command, async (db) => {
+      const created = await createAccount(db, flags.email);
+      if (flags.json) writeJson(command, created);
+      else
+        contextOf(command).io.stdout.write(
+          `Created account ${created.id} for ${created.email} (plan: ${created.plan}).\n`,
+        );
+    });
+  });
+
+  dataDirOption(
+    account
+      .command('plan')
+      .description('activate a plan on an account by redeeming a promo code')
+      .argument('<account>', 'the account’s email or id')
+      .requiredOption('--promo <code>', 'the promo code to redeem')
+      .option('--json', 'print the account as JSON'),
+  ).action(async (who: string, flags: { promo: string; json?: boolean }, command: Command) => {
+    await withDatabase(command, async (db) => {
+      const updated = await applyPromo(db, who, flags.promo);
+      if (flags.json) writeJson(command, updated);
+      else
+        contextOf(command).io.stdout.write(`Account ${updated.email} is now on the ${updated.plan} plan.\n`);
+    });
+  });
+}

@@ -1,0 +1,37 @@
+import type { Config } from '@compresso/runtime';
+import { startServer } from '@compresso/server';
+import { type Command, InvalidArgumentError } from 'commander';
+import { contextOf } from '../context.ts';
+import { cliConfig, dataDirOption } from '../data.ts';
+
+function parsePort(value: string): number {
+  const n = Number(value);
+  if (!/^\s*\d+\s*$/.test(value) || n > 65_535)
+    throw new InvalidArgumentError('Expected a port from 0 to 65535.');
+  return n;
+}
+
+/** `compresso serve`: the /api/v1 server on the embedded database, until SIGINT/SIGTERM. */
+export function register(program: Command): void {
+  dataDirOption(
+    program
+      .command('serve')
+      .description(
+        'run the /api/v1 server (PORT, HOST, COMPRESSO_DATA_DIR and LOG_LEVEL are read from the environment)',
+      )
+      .option('-p, --port <port>', 'port to listen on (default: $PORT or 3000)', parsePort)
+      .option('--host <host>', 'interface to listen on (default: $HOST or 0.0.0.0)'),
+  ).action(async (flags: { port?: number; host?: string }, command: Command) => {
+    const overrides: Partial<Config> = {};
+    if (flags.port !== undefined) overrides.port = flags.port;
+    if (flags.host !== undefined) overrides.host = flags.host;
+    const config = cliConfig(command, overrides);
+    // The server shuts down gracefully on SIGINT/SIGTERM (finishing in-flight requests); the CLI's own
+    // SIGINT handler exists to clean up half-written files of `compress` and would exit at once.
+    for (const listener of process.listeners('SIGINT')) process.off('SIGINT', listener);
+    const running = await startServer({ overrides: config });
+    contextOf(command).io.stderr.write(
+      `compresso: serving ${running.url}/api/v1 (docs: ${running.url}/api/v1/docs)\n`,
+    );
+  });
+}
