@@ -4,7 +4,7 @@ import { createEngine } from './engine.ts';
 import { closeHeicDecoder, heicDecoderStats } from './heic.ts';
 import { heicHeader } from './heic-header.ts';
 import { corpus } from './test-support/corpus.ts';
-import { heifHeader } from './test-support/heif-boxes.ts';
+import { box, heifHeader } from './test-support/heif-boxes.ts';
 
 const engine = createEngine({ concurrency: 2 });
 
@@ -83,6 +83,24 @@ describe('HEIC header', () => {
       expect(error).toBeInstanceOf(CompressoError);
       expect((error as CompressoError).code).toBe('IMAGE_TOO_LARGE');
     }
+  });
+
+  it('a hostile ipma of millions of entries costs milliseconds, not the event loop', () => {
+    // 20 MB of 3-byte item entries under a declared count of 2^32 - 1.
+    const entries = Buffer.alloc(20 * 1024 * 1024);
+    const ipma = box('ipma', Buffer.from([0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]), entries);
+    const hostile = Buffer.concat([
+      box('ftyp', Buffer.from('heic\0\0\0\0mif1heic', 'latin1')),
+      box(
+        'meta',
+        new Uint8Array(4),
+        box('pitm', new Uint8Array(4), Buffer.from([0, 2])),
+        box('iprp', box('ipco', box('ispe', new Uint8Array(4), Buffer.alloc(8, 1))), ipma),
+      ),
+    ]);
+    const started = performance.now();
+    expect(heicHeader(hostile)).toBeUndefined();
+    expect(performance.now() - started).toBeLessThan(100);
   });
 
   it('a header without a size falls back to the decoder, which calls the file corrupt', async () => {

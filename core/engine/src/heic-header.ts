@@ -24,6 +24,13 @@ export interface HeicHeader {
   colour: HeicColour;
 }
 
+/**
+ * Real files list tens of items (an iPhone grid: ~50 tiles, a thumbnail, EXIF, depth and gain maps).
+ * The cap keeps a hostile `ipma` or `iref` of millions of entries from holding the event loop or
+ * filling memory with a map nobody needs.
+ */
+const MAX_ITEMS = 10_000;
+
 const ALPHA_AUX_TYPES = new Set([
   'urn:mpeg:hevc:2015:auxid:1',
   'urn:mpeg:mpegB:cicp:systems:auxiliary:alpha',
@@ -40,7 +47,7 @@ function associations(bytes: Uint8Array, iprp: Box): Map<number, number[]> {
     const version = bytes[ipma.body]!;
     const wideIndex = (bytes[ipma.body + 3]! & 1) === 1;
     let at = ipma.body + 4;
-    const count = u32(bytes, at);
+    const count = Math.min(u32(bytes, at), MAX_ITEMS - map.size);
     at += 4;
     for (let i = 0; i < count && at + 3 <= ipma.end; i++) {
       const id = itemId(bytes, at, version >= 1);
@@ -64,12 +71,13 @@ function auxiliaryOf(bytes: Uint8Array, meta: Box, target: number): number[] {
   if (!iref) return [];
   const wide = bytes[iref.body]! >= 1;
   const found: number[] = [];
+  let seen = 0;
   for (const ref of boxes(bytes, iref.body + 4, iref.end)) {
     if (ref.type !== 'auxl') continue;
     const size = wide ? 4 : 2;
     const from = itemId(bytes, ref.body, wide);
     const count = u16(bytes, ref.body + size);
-    for (let i = 0; i < count; i++) {
+    for (let i = 0; i < count && seen < MAX_ITEMS; i++, seen++) {
       const at = ref.body + size + 2 + i * size;
       if (at + size > ref.end) break;
       if (itemId(bytes, at, wide) === target) found.push(from);
