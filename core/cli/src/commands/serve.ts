@@ -1,5 +1,4 @@
 import type { Config } from '@compresso/runtime';
-import { startServer } from '@compresso/server';
 import { type Command, InvalidArgumentError } from 'commander';
 import { contextOf } from '../context.ts';
 import { cliConfig, dataDirOption } from '../data.ts';
@@ -29,6 +28,8 @@ export function register(program: Command): void {
     // The server shuts down gracefully on SIGINT/SIGTERM (finishing in-flight requests); the CLI's own
     // SIGINT handler exists to clean up half-written files of `compress` and would exit at once.
     for (const listener of process.listeners('SIGINT')) process.off('SIGINT', listener);
+    // Loaded here, not at the top: express and the server are not needed by `compresso compress`.
+    const { startServer } = await import('@compresso/server');
     const running = await startServer({ overrides: config });
     contextOf(command).io.stderr.write(
       `compresso: serving ${running.url}/api/v1 (docs: ${running.url}/api/v1/docs)\n`,

@@ -1,0 +1,73 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hashKey, sqliteDatabase } from '@compresso/runtime';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { CliIo } from './io.ts';
+import { run } from './program.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'compresso-cli-ops-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function cli(...argv: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const io: CliIo = {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+    cwd: dir,
+  };
+  const status = await run([...argv, '--data-dir', 'data'], io);
+  return { status, stdout, stderr };
+}
+
+describe('operator commands', () => {
+  it('account, promo and keys: from a new account to a working Pro key', async () => {
+    expect((await cli('account', 'create', '--email', 'op@example.com')).stdout).toMatch(
+      /^Created account acc_\S+ for op@example.com \(plan: free\)\.\n$/,
+    );
+    const dup = await cli('account', 'create', '--email', 'op@example.com');
+    expect(dup.status).toBe(1);
+    expect(dup.stderr).toContain('(CONFLICT)');
+
+    const promo = await cli('promo', 'create', 'WELCOME', '--uses', '1', '--expires', '2099-01-01', '--json');
+    expect(promo.status).toBe(0);
+    expect(JSON.parse(promo.stdout)).toMatchObject({ code: 'WELCOME', plan: 'pro', maxUses: 1, uses: 0 });
+    expect((await cli('promo', 'create', 'BAD', '--uses', 'zero')).status).toBe(2);
+
+    const plan = await cli('account', 'plan', 'op@example.com', '--promo', 'WELCOME');
+    expect(plan.stdout).toBe('Account op@example.com is now on the pro plan.\n');
+    const again = await cli('account', 'plan', 'op@example.com', '--promo', 'WELCOME');
+    expect(again.status).toBe(1);
+
+    const created = await cli('keys', 'create', '--account', 'op@example.com', '--name', 'laptop');
+    expect(created.status).toBe(0);
+    const secret = created.stdout.trim();
+    expect(secret).toMatch(/^cmp_live_[A-Za-z0-9_-]{43}$/);
+    expect(created.stderr).toContain('cannot be shown again');
+
+    const listed = await cli('keys', 'list', '--account', 'op@example.com', '--json');
+    const { keys } = JSON.parse(listed.stdout) as { keys: { id: string; name: string; prefix: string }[] };
+    expect(keys).toHaveLength(1);
+    expect(keys[0]).toMatchObject({ name: 'laptop', prefix: secret.slice(0, 17) });
+    expect(listed.stdout).not.toContain(secret);
+
+    // The key is in the database the server reads, as a hash.
+    const db = sqliteDatabase({ path: join(dir, 'data', 'compresso.sqlite') });
+    expect((await db.findActiveKeyByHash(hashKey(secret)))?.account.plan).toBe('pro');
+    await db.close();
+
+    expect((await cli('keys', 'revoke', keys[0]!.id)).stdout).toBe(`Revoked key ${keys[0]!.id}.\n`);
+    expect((await cli('keys', 'revoke', keys[0]!.id)).status).toBe(1);
+    expect(
+      JSON.parse((await cli('keys', 'list', '--account', 'op@example.com', '--json')).stdout).keys,
+    ).toEqual([]);
+  });
+
+  it('unknown accounts are errors with status 1', async () => {
+    const res = await cli('keys', 'create', '--account', 'ghost@example.com');
+    expect(res.status).toBe(1);
+    expect(res.stderr).toContain('(NOT_FOUND)');
+    expect(res.stdout).toBe('');
+  });
+});
