@@ -5,6 +5,7 @@
  *   node test/bench/calibrate.ts                    # both parts; writes test/bench/results/calibration.json
  *   node test/bench/calibrate.ts --part scale       # mozjpeg Q → WebP/AVIF encoder quality curves
  *   node test/bench/calibrate.ts --part efforts     # AVIF effort 0–4: time and bytes at equal score
+ *   node test/bench/calibrate.ts --part auto        # quality "auto" strategies simulated on the scale rows
  *   node test/bench/calibrate.ts --photos 4 --max-dimension 1024   # a cheaper pass
  *
  * Scale: Compresso quality Q means "what mozjpeg reaches at Q". For each Q the mean SSIMULACRA2 of
@@ -258,6 +259,126 @@ async function effortPart(photos: Photo[]) {
   return { grid: EFFORT_GRID, atScores: EFFORT_SCORES, table, rows };
 }
 
+/**
+ * Quality "auto" simulated on the scale rows (no new encodes): per photo, score and log-bytes are
+ * interpolated along each encoder's quality grid, Compresso Q is mapped through the freshly fitted
+ * curve, and a strategy picks a Q per photo. Compared with the fixed default (Q=80) and with the fixed
+ * Q whose mean score equals the strategy's (the fair "equal mean" comparison).
+ */
+function autoSimulation(rows: Row[], points: { q: number; webpQuality: number; avifQuality: number }[]) {
+  const encoderQ = (encoder: Encoder, q: number): number => {
+    if (encoder === 'mozjpeg') return q;
+    const curve: [number, number][] = [
+      [1, 1],
+      ...points.map((p): [number, number] => [p.q, encoder === 'webp' ? p.webpQuality : p.avifQuality]),
+      [100, 100],
+    ];
+    for (let i = 1; i < curve.length; i++) {
+      const [q1, e1] = curve[i]!;
+      const [q0, e0] = curve[i - 1]!;
+      if (q <= q1) return e0 + ((e1 - e0) * (q - q0)) / (q1 - q0);
+    }
+    return 100;
+  };
+  const photosOf = [...new Set(rows.map((r) => r.photo))];
+  /** Score and bytes of one photo at Compresso quality q (linear in encoder quality; clamped to the grid). */
+  const at = (photo: string, encoder: Encoder, q: number): { score: number; bytes: number } => {
+    const pts = rows
+      .filter((r) => r.photo === photo && r.encoder === encoder)
+      .sort((a, b) => a.quality - b.quality);
+    const e = Math.min(Math.max(encoderQ(encoder, q), pts[0]!.quality), pts[pts.length - 1]!.quality);
+    for (let i = 1; i < pts.length; i++) {
+      const a = pts[i - 1]!;
+      const b = pts[i]!;
+      if (e <= b.quality) {
+        const t = (e - a.quality) / (b.quality - a.quality);
+        return {
+          score: a.score + t * (b.score - a.score),
+          bytes: Math.exp(Math.log(a.bytes) + t * (Math.log(b.bytes) - Math.log(a.bytes))),
+        };
+      }
+    }
+    return { score: pts[pts.length - 1]!.score, bytes: pts[pts.length - 1]!.bytes };
+  };
+  const summary = (picks: { score: number; bytes: number }[]) => ({
+    meanScore: mean(picks.map((p) => p.score)),
+    minScore: Math.min(...picks.map((p) => p.score)),
+    totalBytes: picks.reduce((a, p) => a + p.bytes, 0),
+  });
+  const fixedAt = (encoder: Encoder, q: number) => summary(photosOf.map((p) => at(p, encoder, q)));
+  /** Fixed Q (fractional) whose mean score equals `target`, and its total bytes. */
+  const fixedAtMean = (encoder: Encoder, target: number) => {
+    let lo = 30;
+    let hi = 100;
+    for (let i = 0; i < 30; i++) {
+      const mid = (lo + hi) / 2;
+      if (fixedAt(encoder, mid).meanScore < target) lo = mid;
+      else hi = mid;
+    }
+    return { q: round(hi, 1), ...fixedAt(encoder, hi) };
+  };
+  const out: Record<string, unknown>[] = [];
+  for (const encoder of ['mozjpeg', 'webp', 'avif'] as const) {
+    const fixed = fixedAt(encoder, 80);
+    const strategies: Record<string, unknown>[] = [];
+    for (const target of [72, 74, 75, 76, 77, 78, 80]) {
+      for (const maxQ of [85, 90, 95, 98]) {
+        // Smallest Q on a step of 2 reaching the target (what the bisection finds), capped at maxQ.
+        const picks = photosOf.map((p) => {
+          for (let q = 30; q <= maxQ; q += 2) {
+            const r = at(p, encoder, q);
+            if (r.score >= target) return { ...r, q };
+          }
+          return { ...at(p, encoder, maxQ), q: maxQ };
+        });
+        const s = summary(picks);
+        const fair = fixedAtMean(encoder, s.meanScore);
+        strategies.push({
+          target,
+          maxQ,
+          meanScore: round(s.meanScore),
+          minScore: round(s.minScore),
+          bytesVsFixed80: round(s.totalBytes / fixed.totalBytes, 3),
+          fixedQAtEqualMean: fair.q,
+          bytesVsFixedAtEqualMean: round(s.totalBytes / fair.totalBytes, 3),
+        });
+      }
+    }
+    // The best any per-photo choice of Q can do at equal mean: maximise score − λ·ln(bytes) per photo.
+    const lagrangian: Record<string, unknown>[] = [];
+    for (const lambda of [2, 4, 6, 8, 10, 14, 20]) {
+      const picks = photosOf.map((p) => {
+        let best = at(p, encoder, 30);
+        for (let q = 30; q <= 98; q++) {
+          const r = at(p, encoder, q);
+          if (r.score - lambda * Math.log(r.bytes) > best.score - lambda * Math.log(best.bytes)) best = r;
+        }
+        return best;
+      });
+      const s = summary(picks);
+      const fair = fixedAtMean(encoder, s.meanScore);
+      lagrangian.push({
+        lambda,
+        meanScore: round(s.meanScore),
+        minScore: round(s.minScore),
+        fixedQAtEqualMean: fair.q,
+        bytesVsFixedAtEqualMean: round(s.totalBytes / fair.totalBytes, 3),
+      });
+    }
+    out.push({
+      encoder,
+      fixed80: {
+        meanScore: round(fixed.meanScore),
+        minScore: round(fixed.minScore),
+        totalBytes: Math.round(fixed.totalBytes),
+      },
+      strategies,
+      lagrangian,
+    });
+  }
+  return out;
+}
+
 const maxDimension = Number(flags['max-dimension']);
 const part = flags.part;
 const previous = existsSync(flags.out) ? JSON.parse(readFileSync(flags.out, 'utf8')) : {};
@@ -268,7 +389,8 @@ const result: Record<string, unknown> = {
   sharp: sharp.versions,
   maxDimension,
 };
-const photos = await loadPhotos(flags.photos ? Number(flags.photos) : undefined, maxDimension);
+const photos =
+  part === 'auto' ? [] : await loadPhotos(flags.photos ? Number(flags.photos) : undefined, maxDimension);
 if (part === 'all' || part === 'efforts') {
   const subset = photos
     .filter((p) => !p.name.endsWith('.heic'))
@@ -280,6 +402,13 @@ if (part === 'all' || part === 'efforts') {
 if (part === 'all' || part === 'scale') {
   result.scale = { photos: photos.map((p) => p.name), ...(await scalePart(photos)) };
   console.table((result.scale as { points: object[] }).points);
+}
+if (part === 'all' || part === 'scale' || part === 'auto') {
+  const scale = result.scale as {
+    rows: Row[];
+    points: { q: number; webpQuality: number; avifQuality: number }[];
+  };
+  result.autoSimulation = autoSimulation(scale.rows, scale.points);
 }
 result.loadavgAtEnd = loadavg();
 mkdirSync(RESULTS, { recursive: true });

@@ -5,42 +5,63 @@ export const DEFAULT_SCALE_QUALITY = DEFAULT_QUALITY;
 
 /**
  * Compresso's one quality scale. A quality Q means "the visual quality mozjpeg reaches at Q"; the
- * other encoders are mapped onto it so that the same Q gives the same perceptual score
- * (SSIMULACRA2) in every format. The tables are measured on the photo corpus — see
- * test/bench/calibrate.ts and the engine README — and interpolated linearly between points.
+ * other encoders are mapped onto it so that the same Q gives the same mean perceptual score
+ * (SSIMULACRA2) in every format. Interpolated linearly between the points.
  *
- * PROVISIONAL: the points below are the field-notes estimates; calibrate.ts replaces them.
+ * Measured by test/bench/calibrate.ts --part scale on 2026-11-22 (results:
+ * test/bench/results/calibration.json): the 14 corpus photos (12 JPEG/PNG + 2 HEIC) resized to fit
+ * 2048 px, mozjpeg at Q ∈ {40,50,60,70,75,80,85,90,95}; WebP (effort 4) and AVIF (effort 3,
+ * 4:2:0) on grids of their own quality; for each Q the encoder quality whose mean score equals
+ * mozjpeg's was read off the mean curve. At the default Q=80 the means are mozjpeg 75.9, WebP 75.8,
+ * AVIF 75.9. Q below 40 and the WebP point at 40 are extrapolated (WebP's lowest grid point, 40,
+ * already scores above mozjpeg Q40).
  */
 type Curve = readonly (readonly [q: number, encoderQuality: number])[];
 
 const WEBP: Curve = [
   [1, 1],
-  [50, 56],
-  [75, 80],
-  [80, 86],
-  [90, 94],
+  [40, 35],
+  [50, 49],
+  [60, 61],
+  [70, 76],
+  [75, 81],
+  [80, 84],
+  [85, 88],
+  [90, 92],
+  [95, 97],
   [100, 100],
 ];
 const AVIF: Curve = [
   [1, 1],
-  [50, 32],
-  [75, 55],
-  [80, 60],
-  [90, 74],
+  [40, 34],
+  [50, 40],
+  [60, 44],
+  [70, 50],
+  [75, 56],
+  [80, 61],
+  [85, 68],
+  [90, 77],
+  [95, 87],
   [100, 100],
 ];
 
 /**
- * Mean SSIMULACRA2 mozjpeg reaches at Q on the photo corpus: what a quality Q *means*. Used as the
- * bar a palette PNG must clear at quality Q before it is preferred to lossless.
+ * Mean SSIMULACRA2 mozjpeg reaches at Q on the photo corpus (same calibration run): what a quality Q
+ * *means*. Used as the bar a palette PNG must clear at quality Q before it is preferred to lossless.
+ * The point at 100 is an estimate (not on the calibration grid).
  */
 const SCORE: Curve = [
   [1, 0],
-  [40, 55],
-  [60, 67],
-  [80, 77],
-  [90, 84],
-  [100, 95],
+  [40, 50.8],
+  [50, 57.8],
+  [60, 62.6],
+  [70, 68.4],
+  [75, 72.7],
+  [80, 75.9],
+  [85, 78.9],
+  [90, 83.1],
+  [95, 86.7],
+  [100, 92],
 ];
 
 function interpolateExact(curve: Curve, q: number): number {
