@@ -6,6 +6,7 @@
  *   node test/bench/calibrate.ts --part scale       # mozjpeg Q → WebP/AVIF encoder quality curves
  *   node test/bench/calibrate.ts --part efforts     # AVIF effort 0–4: time and bytes at equal score
  *   node test/bench/calibrate.ts --part auto        # quality "auto" strategies simulated on the scale rows
+ *   node test/bench/calibrate.ts --part auto-real   # quality "auto" vs the fixed default through the engine
  *   node test/bench/calibrate.ts --photos 4 --max-dimension 1024   # a cheaper pass
  *
  * Scale: Compresso quality Q means "what mozjpeg reaches at Q". For each Q the mean SSIMULACRA2 of
@@ -24,6 +25,7 @@ import { parseArgs } from 'node:util';
 import {
   AVIF_EFFORT,
   closeMetricPool,
+  createEngine,
   DEFAULT_LIMITS,
   decodeToRgb,
   openSource,
@@ -379,6 +381,53 @@ function autoSimulation(rows: Row[], points: { q: number; webpQuality: number; a
   return out;
 }
 
+/**
+ * Quality "auto" for real, through the engine: every photo (already at 2048 px) at the fixed default
+ * and at "auto", per format; bytes, scores against the same reference, chosen Q and time.
+ */
+async function autoPart(photos: Photo[]) {
+  const engine = createEngine({ concurrency: 1 });
+  const rows: Record<string, unknown>[] = [];
+  for (const format of ['jpeg', 'webp', 'avif'] as const) {
+    for (const photo of photos) {
+      const fixed = await engine.optimize(photo.base, { output_format: format });
+      const fixedScore = await scoreAsync(photo.reference, await decodeToRgb(fixed.data));
+      const t0 = performance.now();
+      const auto = await engine.optimize(photo.base, { output_format: format, quality: 'auto' });
+      const ms = performance.now() - t0;
+      const autoScore = await scoreAsync(photo.reference, await decodeToRgb(auto.data));
+      rows.push({
+        format,
+        photo: photo.name,
+        fixedBytes: fixed.data.length,
+        fixedScore: round(fixedScore),
+        autoBytes: auto.data.length,
+        autoScore: round(autoScore),
+        reportedScore: auto.info.score,
+        autoQ: auto.info.quality,
+        autoMs: Math.round(ms),
+      });
+    }
+    process.stderr.write(`auto: ${format} done\n`);
+  }
+  const summary = (['jpeg', 'webp', 'avif'] as const).map((format) => {
+    const r = rows.filter((x) => x.format === format) as Record<string, number>[];
+    const sum = (k: string) => r.reduce((a, x) => a + x[k]!, 0);
+    return {
+      format,
+      fixedMeanScore: round(mean(r.map((x) => x.fixedScore!))),
+      autoMeanScore: round(mean(r.map((x) => x.autoScore!))),
+      fixedMinScore: round(Math.min(...r.map((x) => x.fixedScore!))),
+      autoMinScore: round(Math.min(...r.map((x) => x.autoScore!))),
+      autoBytesVsFixed: round(sum('autoBytes') / sum('fixedBytes'), 3),
+      meanPerImageBytesRatio: round(mean(r.map((x) => x.autoBytes! / x.fixedBytes!)), 3),
+      meanAutoQ: round(mean(r.map((x) => x.autoQ!)), 1),
+      meanAutoSeconds: round(mean(r.map((x) => x.autoMs!)) / 1000, 1),
+    };
+  });
+  return { summary, rows };
+}
+
 const maxDimension = Number(flags['max-dimension']);
 const part = flags.part;
 const previous = existsSync(flags.out) ? JSON.parse(readFileSync(flags.out, 'utf8')) : {};
@@ -402,6 +451,10 @@ if (part === 'all' || part === 'efforts') {
 if (part === 'all' || part === 'scale') {
   result.scale = { photos: photos.map((p) => p.name), ...(await scalePart(photos)) };
   console.table((result.scale as { points: object[] }).points);
+}
+if (part === 'auto-real') {
+  result.auto = { photos: photos.map((p) => p.name), ...(await autoPart(photos)) };
+  console.table((result.auto as { summary: object[] }).summary);
 }
 if (part === 'all' || part === 'scale' || part === 'auto') {
   const scale = result.scale as {

@@ -6,25 +6,40 @@ import { DEFAULT_SCALE_QUALITY } from './quality.ts';
 type Encoded = Awaited<ReturnType<Parameters<AutoEncoder>[3]>>;
 
 /**
- * SSIMULACRA2 each format aims for under quality "auto": the mean score the fixed default (Q=80 on
- * Compresso's scale) reaches on the corpus photos in that format (test/bench/calibrate.ts). Every
- * image is brought to the target instead of every image getting the same encoder setting: easy
- * images stop earlier (fewer bytes), hard ones get more, and the mean stays where the default is.
+ * What quality "auto" aims for, per format: the smallest output whose SSIMULACRA2 reaches `target`,
+ * searched over Compresso quality up to `maxQ`.
+ *
+ * Chosen from the simulation in test/bench/calibrate.ts (auto vs fixed on the 14 calibration photos
+ * at 2048 px, 2026-11-22; test/bench/results/calibration.json → autoSimulation). The target sits at
+ * the fixed default's mean (Q=80 gives 75.9 in every format) and the cap keeps hard photos (a Hubble
+ * deep field, a noisy rocket launch) from buying their last points at 2–3× the bytes: a per-image
+ * target spends bytes where they are dearest, so without the cap auto is *larger* than the fixed
+ * default at an equal mean score. With these settings, simulated: JPEG −7 % bytes at mean 75.8,
+ * WebP +1 % at 74.9, AVIF −5 % at 75.2, with the worst photo at 70–72 instead of 61–68.
  */
+export const AUTO_SETTINGS: Readonly<Record<'jpeg' | 'webp' | 'avif', { target: number; maxQ: number }>> = {
+  jpeg: { target: 76, maxQ: 90 },
+  webp: { target: 75, maxQ: 85 },
+  avif: { target: 75, maxQ: 85 },
+};
+
+/** Back-compat view of the targets alone. */
 export const AUTO_TARGET: Readonly<Record<'jpeg' | 'webp' | 'avif', number>> = {
-  jpeg: 77,
-  webp: 77,
-  avif: 77,
+  jpeg: AUTO_SETTINGS.jpeg.target,
+  webp: AUTO_SETTINGS.webp.target,
+  avif: AUTO_SETTINGS.avif.target,
 };
 
 /**
- * The floor: no "auto" output scores below this. It is the target itself — the search only accepts
- * candidates at or above it — except when a format cannot reach it even at AUTO_MAX_Q, where the
- * best candidate is returned (its score in `info.score` says so).
+ * The floor: no "auto" output scores below 70 ("high quality" on the published scale). When the
+ * capped search cannot reach the target and the cap scores under the floor, the search goes on above
+ * the cap, up to AUTO_MAX_Q, for the smallest output at the floor. Only an image no quality of the
+ * format can bring to 70 ends below it (then the best candidate is returned, its score in
+ * `info.score` says so).
  */
-export const AUTO_FLOOR = Math.min(...Object.values(AUTO_TARGET));
+export const AUTO_FLOOR = 70;
 
-/** The search range on Compresso's scale. Below 30 no photo reaches the target in any format. */
+/** The search range on Compresso's scale. */
 export const AUTO_MIN_Q = 30;
 export const AUTO_MAX_Q = 98;
 /** Stop bisecting when the bracket is this narrow (one or two quality steps cost few bytes). */
@@ -40,19 +55,20 @@ const FIXED_FORMATS = new Set<OutputFormat>(['png', 'gif']);
 
 /**
  * Quality "auto": bisection over Compresso quality for the smallest output whose SSIMULACRA2
- * against the resized source stays at the format's target. The reference is decoded and resized
- * once; each step is one encode and one score (5–6 steps over 30–98 at a resolution of 2).
+ * against the resized source reaches the format's target (AUTO_SETTINGS), capped, with a floor
+ * (AUTO_FLOOR). The reference is decoded and resized once (and prepared once in the metric worker);
+ * each step is one encode and one score: 5–7 steps, a few more when the floor search runs.
  */
 export function createAutoEncoder(
-  targets: Partial<Record<'jpeg' | 'webp' | 'avif', number>> = {},
+  settings: Partial<Record<'jpeg' | 'webp' | 'avif', { target: number; maxQ: number }>> = {},
 ): AutoEncoder {
-  const target = { ...AUTO_TARGET, ...targets };
+  const all = { ...AUTO_SETTINGS, ...settings };
   return async (source, options: CompressOptions, format: OutputFormat, encodeAtQuality) => {
     if (FIXED_FORMATS.has(format)) {
       const encoded = await encodeAtQuality(DEFAULT_SCALE_QUALITY);
       return { encoded, ...(encoded.score !== undefined ? { score: encoded.score } : {}) };
     }
-    const goal = target[format as 'jpeg' | 'webp' | 'avif'];
+    const { target, maxQ } = all[format as 'jpeg' | 'webp' | 'avif'];
     // 'jpeg' never keeps animation frames, so this is the first frame, oriented and resized exactly
     // as the output will be.
     const references = await decodeReferences(
@@ -69,26 +85,37 @@ export function createAutoEncoder(
       }
       return hit;
     };
-    // Smallest q in [lo, hi] that reaches the goal; the default is probed first because most photos
-    // land near it, which halves the bracket at once.
-    let lo = AUTO_MIN_Q;
-    let hi = AUTO_MAX_Q;
-    const first = await at(DEFAULT_SCALE_QUALITY);
-    if (first.score >= goal) hi = DEFAULT_SCALE_QUALITY;
-    else lo = DEFAULT_SCALE_QUALITY + 1;
-    while (hi - lo > AUTO_RESOLUTION) {
-      const mid = Math.floor((lo + hi) / 2);
-      if ((await at(mid)).score >= goal) hi = mid;
-      else lo = mid + 1;
-    }
-    const passing = [...tried.values()].filter((t) => t.score >= goal);
-    if (passing.length === 0) {
-      // Not even the top of the range reaches the goal: the best this format can do.
-      const top = await at(AUTO_MAX_Q);
-      return { encoded: top.encoded, score: top.score };
-    }
-    // Bytes are not strictly monotonic in quality; of everything that passed, keep the smallest.
-    const best = passing.reduce((a, b) => (b.encoded.data.length < a.encoded.data.length ? b : a));
+    /** Smallest q in [lo, hi] (to AUTO_RESOLUTION) whose score reaches `goal`, `first` probed first. */
+    const search = async (lo: number, hi: number, goal: number, first: number) => {
+      const probe = await at(first);
+      if (probe.score >= goal) hi = first;
+      else lo = first + 1;
+      while (hi - lo > AUTO_RESOLUTION) {
+        const mid = Math.floor((lo + hi) / 2);
+        if ((await at(mid)).score >= goal) hi = mid;
+        else lo = mid + 1;
+      }
+      if (!tried.has(hi)) await at(hi);
+    };
+    const smallestReaching = (goal: number) => {
+      const passing = [...tried.values()].filter((t) => t.score >= goal);
+      // Bytes are not strictly monotonic in quality; of everything that passed, keep the smallest.
+      return passing.length === 0
+        ? undefined
+        : passing.reduce((a, b) => (b.encoded.data.length < a.encoded.data.length ? b : a));
+    };
+    // Most photos land near the default, so it is probed first: that halves the bracket at once.
+    await search(AUTO_MIN_Q, maxQ, target, Math.min(DEFAULT_SCALE_QUALITY, maxQ));
+    const found = smallestReaching(target);
+    if (found) return { encoded: found.encoded, score: found.score };
+    // The cap did not reach the target: the cap's own output, if it clears the floor.
+    const cap = tried.get(maxQ);
+    if (cap && cap.score >= AUTO_FLOOR) return { encoded: cap.encoded, score: cap.score };
+    // Even the cap is under the floor: look above it for the floor.
+    await search(maxQ, AUTO_MAX_Q, AUTO_FLOOR, Math.min(AUTO_MAX_Q, maxQ + 4));
+    const floor = smallestReaching(AUTO_FLOOR);
+    if (floor) return { encoded: floor.encoded, score: floor.score };
+    const best = [...tried.values()].reduce((a, b) => (b.score > a.score ? b : a));
     return { encoded: best.encoded, score: best.score };
   };
 }

@@ -1,4 +1,11 @@
-export { AUTO_FLOOR, AUTO_MAX_Q, AUTO_MIN_Q, AUTO_TARGET, createAutoEncoder } from './auto.ts';
+export {
+  AUTO_FLOOR,
+  AUTO_MAX_Q,
+  AUTO_MIN_Q,
+  AUTO_SETTINGS,
+  AUTO_TARGET,
+  createAutoEncoder,
+} from './auto.ts';
 export { type Detected, detectFormat } from './detect.ts';
 export { AVIF_EFFORT, applyEncoder, type EncodeSettings, WEBP_EFFORT } from './encode.ts';
 export { createEngine, type Engine, type EngineConfig, type EngineStats } from './engine.ts';
