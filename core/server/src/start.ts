@@ -96,7 +96,11 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     closing ??= (async () => {
       logger.info('shutting down: finishing in-flight requests');
       const done = new Promise<void>((resolve) => server.close(() => resolve()));
+      // A keep-alive connection whose request finishes during shutdown becomes idle and would otherwise
+      // hold close() open until keepAliveTimeout: sweep idle connections until everything is closed.
       server.closeIdleConnections();
+      const sweeper = setInterval(() => server.closeIdleConnections(), 100);
+      sweeper.unref();
       const timer = setTimeout(() => {
         logger.warn(
           { timeout_ms: config.shutdownTimeoutMs },
@@ -106,6 +110,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       }, config.shutdownTimeoutMs);
       timer.unref();
       await done;
+      clearInterval(sweeper);
       clearTimeout(timer);
       await db.close();
       logger.info('stopped');
