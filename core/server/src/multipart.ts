@@ -111,6 +111,9 @@ export function readUpload(req: IncomingMessage, limits: UploadLimits): Promise<
     armIdle();
 
     parser.on('file', (name, stream, info) => {
+      // busboy destroys the file stream with the same error it emits on the parser (a truncated form,
+      // say); the parser's handler answers it, and without a listener here it would crash the process.
+      stream.on('error', () => {});
       if (name !== 'file') {
         stream.resume();
         finish(

@@ -1,0 +1,142 @@
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { ErrorBodySchema } from '@compresso/schema';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  bearer,
+  form,
+  proAccount,
+  smallJpeg,
+  startTestServer,
+  type TestServer,
+  tempDir,
+} from './test-helpers.ts';
+
+let srv: TestServer;
+let key: string;
+const tmp = tempDir();
+
+beforeAll(async () => {
+  srv = await startTestServer({ dbPath: join(tmp.dir, 'abuse.sqlite') });
+  ({ key } = await proAccount(srv.db, 'abuse@example.com'));
+});
+afterAll(async () => {
+  await srv.close();
+  tmp.cleanup();
+});
+
+/** Send raw bytes on a fresh connection and return whatever comes back until the server closes or 2 s pass. */
+function raw(payload: string | Buffer, destroyAfterWrite = false): Promise<string> {
+  const { port } = new URL(srv.url);
+  return new Promise((resolve) => {
+    let received = '';
+    const socket = connect(Number(port), '127.0.0.1', () => {
+      socket.write(payload);
+      if (destroyAfterWrite) {
+        socket.destroy();
+        resolve('');
+      }
+    });
+    socket.setEncoding('utf8');
+    socket.on('data', (c) => {
+      received += c;
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => resolve(received));
+    setTimeout(() => {
+      socket.destroy();
+      resolve(received);
+    }, 2000).unref();
+  });
+}
+
+async function code(res: Response): Promise<string> {
+  return ErrorBodySchema.parse(await res.json()).error.code;
+}
+
+describe('hostile requests', () => {
+  it('malformed multipart bodies are 400s', async () => {
+    const post = (headers: Record<string, string>, body: string) =>
+      fetch(`${srv.url}/api/v1/compress`, { method: 'POST', headers: { ...bearer(key), ...headers }, body });
+    const noBoundary = await post({ 'content-type': 'multipart/form-data' }, 'hello');
+    expect(noBoundary.status).toBe(400);
+    expect(await code(noBoundary)).toBe('INVALID_REQUEST');
+    const truncated = await post(
+      { 'content-type': 'multipart/form-data; boundary=zz' },
+      '--zz\r\nContent-Disposition: form-data; name="file"; filename="a.jpg"\r\n\r\nabc',
+    );
+    expect(truncated.status).toBe(400);
+    expect(await code(truncated)).toBe('INVALID_REQUEST');
+  });
+
+  it('a second file, a file under another name, an oversized field: 400s naming the problem', async () => {
+    const image = await smallJpeg();
+    const two = form(image);
+    two.append('file', new Blob([new Uint8Array(image)]), 'b.jpg');
+    const twoRes = await fetch(`${srv.url}/api/v1/compress`, {
+      method: 'POST',
+      headers: bearer(key),
+      body: two,
+    });
+    expect(twoRes.status).toBe(400);
+
+    const other = new FormData();
+    other.append('image', new Blob([new Uint8Array(image)]), 'a.jpg');
+    const otherRes = await fetch(`${srv.url}/api/v1/compress`, {
+      method: 'POST',
+      headers: bearer(key),
+      body: other,
+    });
+    expect(otherRes.status).toBe(400);
+    expect(ErrorBodySchema.parse(await otherRes.json()).error.message).toContain('"image"');
+
+    const long = await fetch(`${srv.url}/api/v1/compress`, {
+      method: 'POST',
+      headers: bearer(key),
+      body: form(image, { quality: '9'.repeat(5000) }),
+    });
+    expect(long.status).toBe(400);
+    expect(await code(long)).toBe('INVALID_OPTION');
+  });
+
+  it('absurd Authorization headers are 401s', async () => {
+    const huge = await fetch(`${srv.url}/api/v1/usage`, {
+      headers: { authorization: `Bearer ${'x'.repeat(8000)}` },
+    });
+    expect(huge.status).toBe(401);
+    const spaced = await fetch(`${srv.url}/api/v1/usage`, {
+      headers: { authorization: `Bearer ${key} extra` },
+    });
+    expect(spaced.status).toBe(401);
+  });
+
+  it('garbage on the socket, and clients vanishing mid-upload, leave the server serving', async () => {
+    const garbage = await raw('\x00\x01\x02 not http at all\r\n\r\n');
+    expect(garbage).toMatch(/^HTTP\/1\.1 400/);
+    const boundary = 'vanish';
+    const partial =
+      `POST /api/v1/compress HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n` +
+      `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: 100000\r\n\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.jpg"\r\n\r\n${'x'.repeat(500)}`;
+    for (let i = 0; i < 20; i++) await raw(partial, true);
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await fetch(`${srv.url}/healthz`)).status).toBe(200);
+    expect(srv.logLines.some((l) => l.path === '/api/v1/compress' && l.aborted === true)).toBe(true);
+    const ok = await fetch(`${srv.url}/api/v1/info`, {
+      method: 'POST',
+      headers: bearer(key),
+      body: form(await smallJpeg()),
+    });
+    expect(ok.status).toBe(200);
+  });
+
+  it('path tricks and odd methods get JSON errors, not crashes', async () => {
+    expect(
+      (await fetch(`${srv.url}/api/v1/keys/%E0%A4%A`, { method: 'DELETE', headers: bearer(key) })).status,
+    ).toBeLessThan(500);
+    expect((await fetch(`${srv.url}/api/v1/../../etc/passwd`)).status).toBe(404);
+    const patch = await fetch(`${srv.url}/api/v1/usage`, { method: 'PATCH', headers: bearer(key) });
+    expect(patch.status).toBe(405);
+    expect(await code(patch)).toBe('METHOD_NOT_ALLOWED');
+  });
+});
