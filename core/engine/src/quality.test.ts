@@ -14,9 +14,11 @@ const PHOTOS = ['photo-skimage-chelsea.png', 'photo-mate-LadyBird.jpg', 'photo-s
 const SIZE = 512;
 /**
  * Calibration holds the means within ±2 points at 2048 px over the corpus; three small photos are a
- * noisier sample (one photo's own curve shifts a format's mean by a point or more), hence ±3.5 here.
+ * noisier sample (one photo's own curve moves a format's mean by a point), hence ±2.5 here. Measured
+ * with the calibrated curves: JPEG 79.5, WebP 80.5, AVIF 78.6; sharp's unmapped defaults (WebP 80,
+ * AVIF 50) put AVIF 7.3 points under JPEG.
  */
-const TOLERANCE = 3.5;
+const TOLERANCE = 2.5;
 
 const LOSSY = ['jpeg', 'webp', 'avif'] as const;
 
