@@ -39,7 +39,8 @@ describe('README walk-through', () => {
           env: { PATH: `${repo}/node_modules/.bin:${process.env.PATH}`, HOME: dir, LOG_LEVEL: 'warn' },
           timeout: 90_000,
         },
-        (error, out, err) => (error ? fail(new Error(`${error.message}\n${err}`)) : done({ stdout: out, stderr: err })),
+        (error, out, err) =>
+          error ? fail(new Error(`${error.message}\n${err}`)) : done({ stdout: out, stderr: err }),
       );
     });
     expect(stdout).toMatch(/x-savings-percent: \d/i);
