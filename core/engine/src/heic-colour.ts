@@ -28,7 +28,8 @@ function displayP3Profile(): Promise<Uint8Array> {
  */
 export async function heicInputProfile(bytes: Uint8Array): Promise<Uint8Array | undefined> {
   const colour = heicColour(bytes);
-  if (colour.icc) return colour.icc;
+  // A copy: a view would carry the whole file's buffer along wherever the profile is posted.
+  if (colour.icc) return colour.icc.slice();
   if (colour.primaries === 12) return displayP3Profile();
   return undefined;
 }
