@@ -139,3 +139,18 @@ describe('our own failures', () => {
     }
   });
 });
+
+describe('readiness', () => {
+  it('/readyz answers 503 SERVICE_UNAVAILABLE when the database is gone, /healthz still 200', async () => {
+    const srv = await startTestServer({ dbPath: join(tmp.dir, 'ready.sqlite') });
+    try {
+      await srv.db.close();
+      const res = await fetch(`${srv.url}/readyz`);
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('SERVICE_UNAVAILABLE');
+      expect((await fetch(`${srv.url}/healthz`)).status).toBe(200);
+    } finally {
+      await srv.close();
+    }
+  });
+});
