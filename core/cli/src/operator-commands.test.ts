@@ -57,6 +57,19 @@ describe('operator commands', () => {
     expect((await db.findActiveKeyByHash(hashKey(secret)))?.account.plan).toBe('pro');
     await db.close();
 
+    const shown = JSON.parse((await cli('account', 'show', 'op@example.com', '--json')).stdout);
+    expect(shown).toMatchObject({
+      email: 'op@example.com',
+      plan: 'pro',
+      api: true,
+      used: 0,
+      limit: 500,
+      active_keys: 1,
+    });
+    expect((await cli('account', 'show', 'op@example.com')).stdout).toContain(
+      'pro plan, 0 of 500 API requests today',
+    );
+
     expect((await cli('keys', 'revoke', keys[0]!.id)).stdout).toBe(`Revoked key ${keys[0]!.id}.\n`);
     expect((await cli('keys', 'revoke', keys[0]!.id)).status).toBe(1);
     expect(

@@ -1,9 +1,9 @@
-import { applyPromo, createAccount } from '@compresso/runtime';
+import { applyPromo, createAccount, listApiKeys, planOf, quotaDay, requireAccount } from '@compresso/runtime';
 import type { Command } from 'commander';
 import { contextOf } from '../context.ts';
-import { dataDirOption, withDatabase, writeJson } from '../data.ts';
+import { cliConfig, dataDirOption, withDatabase, writeJson } from '../data.ts';
 
-/** `compresso account create --email E` and `compresso account plan E --promo CODE`. */
+/** `compresso account create --email E`, `compresso account plan E --promo CODE`, `compresso account show E`. */
 export function register(program: Command): void {
   const account = program.command('account').description('manage accounts of the API server (operator)');
 
@@ -37,6 +37,32 @@ export function register(program: Command): void {
       if (flags.json) writeJson(command, updated);
       else
         contextOf(command).io.stdout.write(`Account ${updated.email} is now on the ${updated.plan} plan.\n`);
+    });
+  });
+
+  dataDirOption(
+    account
+      .command('show')
+      .description('show an account: plan, today’s API usage, active keys')
+      .argument('<account>', 'the account’s email or id')
+      .option('--json', 'print JSON'),
+  ).action(async (who: string, flags: { json?: boolean }, command: Command) => {
+    await withDatabase(command, async (db) => {
+      const found = await requireAccount(db, who);
+      const plan = planOf(found.plan, cliConfig(command));
+      const day = quotaDay();
+      const used = await db.usageOn(found.id, day);
+      const keys = (await listApiKeys(db, found.id)).length;
+      const view = { ...found, api: plan.api, day, used, limit: plan.dailyRequests, active_keys: keys };
+      if (flags.json) writeJson(command, view);
+      else {
+        const usage = plan.api
+          ? `${used} of ${plan.dailyRequests} API requests today (UTC)`
+          : 'no API access';
+        contextOf(command).io.stdout.write(
+          `${found.email} (${found.id}): ${found.plan} plan, ${usage}, ${keys} active key(s), created ${found.createdAt}.\n`,
+        );
+      }
     });
   });
 }
