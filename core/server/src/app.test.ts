@@ -492,6 +492,17 @@ describe('OpenAPI and docs', () => {
     expect(Object.keys(doc.components.schemas.CompressOptions?.properties ?? {})).toEqual(
       expect.arrayContaining(['quality', 'output_format', 'max_dimension', 'strip_exif', 'png_to_jpeg']),
     );
+    const upload = (
+      doc.paths['/api/v1/compress']?.post as {
+        requestBody: {
+          content: Record<string, { schema: { required: string[]; properties: Record<string, unknown> } }>;
+        };
+      }
+    ).requestBody.content['multipart/form-data']!.schema;
+    expect(upload.required).toEqual(['file']);
+    expect(Object.keys(upload.properties).sort()).toEqual(
+      ['file', 'max_dimension', 'output_format', 'png_to_jpeg', 'quality', 'strip_exif'].sort(),
+    );
     const html = await fetch(`${srv.url}/docs`);
     expect(html.status).toBe(200);
     expect(html.headers.get('content-type')).toMatch(/^text\/html/);

@@ -85,20 +85,15 @@ export function openApiDocument(config: Config): Json {
     content: {
       'multipart/form-data': {
         schema: {
-          allOf: [
-            { $ref: '#/components/schemas/CompressOptions' },
-            {
-              type: 'object',
-              required: ['file'],
-              properties: {
-                file: {
-                  type: 'string',
-                  contentMediaType: 'application/octet-stream',
-                  description: 'The image.',
-                },
-              },
-            },
-          ],
+          // The options' properties beside `file` in one object: an allOf with the strict
+          // CompressOptions schema (additionalProperties: false) would forbid `file` itself.
+          type: 'object',
+          required: ['file'],
+          additionalProperties: false,
+          properties: {
+            file: { type: 'string', contentMediaType: 'application/octet-stream', description: 'The image.' },
+            ...(components.schemas.CompressOptions?.properties as Json | undefined),
+          },
         },
       },
     },
