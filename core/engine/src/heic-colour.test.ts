@@ -1,11 +1,12 @@
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEngine } from './engine.ts';
-import { closeHeicDecoder } from './heic.ts';
+import { closeHeicDecoder, decodeHeic } from './heic.ts';
 import { heicColour, heicInputProfile } from './heic-colour.ts';
+import { DEFAULT_LIMITS } from './limits.ts';
 import { rgbaTiff } from './rgba-tiff.ts';
 import { corpus } from './test-support/corpus.ts';
-import { heifHeader } from './test-support/heif-boxes.ts';
+import { heifHeader, withNclx } from './test-support/heif-boxes.ts';
 
 const engine = createEngine({ concurrency: 2 });
 
@@ -65,6 +66,31 @@ describe('HEIC colour', () => {
     );
     expect(unconverted[0]! - expected[0]!).toBeGreaterThan(8);
     expect((await sharp(viaHeic.data).metadata()).icc).toBeUndefined();
+  });
+
+  it('a Display P3 HEIC (nclx primaries 12, as iPhones write) is converted from P3 to sRGB', async () => {
+    const srgbDune = corpus('photo-heic-mate-Dune.heic');
+    const p3Dune = withNclx(srgbDune, 12);
+    // The same coded numbers, once declared sRGB (no colr) and once Display P3; 420 px keeps it fast.
+    const plain = await decodeHeic(srgbDune, DEFAULT_LIMITS);
+    expect(plain.tiff).toBe(false);
+    const p3 = await heicInputProfile(p3Dune);
+    const expected = await meanRgb(
+      await sharp(rgbaTiff(plain.width, plain.height, plain.data, p3!))
+        .removeAlpha()
+        .resize(420)
+        .png()
+        .toBuffer(),
+    );
+    const { data } = await engine.optimize(p3Dune, { output_format: 'png', max_dimension: 420 });
+    const got = await meanRgb(data);
+    for (let c = 0; c < 3; c++) expect(Math.abs(got[c]! - expected[c]!)).toBeLessThan(1.5);
+    // And it is not what reading the numbers as sRGB gives: the sky's blue gets deeper in sRGB.
+    const asSrgb = await meanRgb(
+      (await engine.optimize(srgbDune, { output_format: 'png', max_dimension: 420 })).data,
+    );
+    const shift = got.reduce((n, v, c) => n + Math.abs(v - asSrgb[c]!), 0);
+    expect(shift).toBeGreaterThan(4);
   });
 
   it('strip_exif: false keeps the HEIC profile with its unconverted numbers', async () => {
