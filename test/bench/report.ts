@@ -40,6 +40,9 @@ export interface BenchResult {
   machine: Record<string, unknown>;
   settings: {
     quick: boolean;
+    /** Images per kind at most; null when every image was measured. */
+    perKind: number | null;
+    corpusImages: number;
     corpus: string;
     kinds: string[];
     formats: string[];
@@ -149,7 +152,7 @@ export function markdown(result: BenchResult): string {
   );
   out.push('');
   out.push(
-    `${settings.images.length} images${settings.quick ? ' (--quick)' : ''}, resized to fit ${settings.maxDimension}×${settings.maxDimension} (never enlarged), ` +
+    `${settings.images.length} of the corpus's ${settings.corpusImages} images${settings.quick ? ' (--quick)' : settings.perKind ? ` (at most ${settings.perKind} per kind; --all for every one)` : ''}, resized to fit ${settings.maxDimension}×${settings.maxDimension} (never enlarged), ` +
       `${settings.concurrency} images in flight for the engine, raw sharp and the reference tools alike; ` +
       `engine and raw sharp speeds are the best of ${settings.repeat} alternating pass(es). ` +
       `Default quality ${settings.defaultQuality}; AVIF effort ${settings.avifEffort}, WebP effort ${settings.webpEffort}. ` +
