@@ -104,7 +104,7 @@ export function createApp(deps: AppDeps): express.Express {
         {
           request_id: requestId,
           method: req.method,
-          path: req.path,
+          path: req.path.length > 200 ? `${req.path.slice(0, 200)}…` : req.path,
           status: res.statusCode,
           duration_ms: Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10,
           bytes_in: Number(req.headers['content-length'] ?? 0) || undefined,
