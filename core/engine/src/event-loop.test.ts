@@ -34,7 +34,9 @@ describe('the event loop', () => {
       await engine.inspect(jpeg);
     });
     console.info(`1.6 MP JPEG work: worst event-loop lag ${lag.toFixed(1)} ms`);
-    expect(lag).toBeLessThan(100);
+    // Alone it is ~5 ms; with the whole suite on two busy cores, scheduling alone reaches ~70 ms. Work
+    // done on the main thread instead (one encode here is ~0.5 s) would be far above this bound.
+    expect(lag).toBeLessThan(200);
     // The paths meant to run did: never-larger cut the metadata out, the WebP was resized.
     expect(results[0]?.info).toMatchObject({ output_format: 'jpeg', metadata_stripped: true });
     expect(results[1]?.info).toMatchObject({ output_format: 'webp', width: 800 });
