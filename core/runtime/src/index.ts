@@ -19,7 +19,7 @@ export {
   type RedeemOutcome,
 } from './database.ts';
 export { createLogger, type Logger, REDACT_PATHS } from './logger.ts';
-export { openDatabase } from './open-database.ts';
+export { type OpenDatabaseOptions, openDatabase } from './open-database.ts';
 export {
   type ApiKeyView,
   applyPromo,
@@ -35,4 +35,7 @@ export {
   viewOf,
 } from './operator.ts';
 export { isPlanId, nextReset, PLAN_IDS, type Plan, planOf, quotaDay, secondsUntilReset } from './plans.ts';
+// postgresDatabase() is reached through openDatabase (DATABASE_URL) or the '@compresso/runtime/postgres'
+// entry, never from here: every CLI start imports this index, and the driver should load only when used.
+export type { PostgresOptions } from './postgres.ts';
 export { type SqliteOptions, sqliteDatabase } from './sqlite.ts';

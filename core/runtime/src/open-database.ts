@@ -2,18 +2,33 @@ import type { Config } from './config.ts';
 import type { Database } from './database.ts';
 import { sqliteDatabase } from './sqlite.ts';
 
+export interface OpenDatabaseOptions {
+  /** PostgreSQL schema for Compresso's tables (default `public`); ignored for SQLite. */
+  schema?: string;
+}
+
 /**
- * The database the configuration asks for, migrated. With no DATABASE_URL: the embedded SQLite file
- * in the data directory.
+ * The database the configuration asks for, migrated. With DATABASE_URL: PostgreSQL, so several
+ * server processes can share one database. Without it: the embedded SQLite file in the data
+ * directory.
  */
-export async function openDatabase(config: Pick<Config, 'dataDir' | 'databaseUrl'>): Promise<Database> {
+export async function openDatabase(
+  config: Pick<Config, 'dataDir' | 'databaseUrl'>,
+  options: OpenDatabaseOptions = {},
+): Promise<Database> {
+  let db: Database;
   if (config.databaseUrl) {
-    // The port is ready for it; the adapter is not written yet. Fail at start with what to do.
-    throw new Error(
-      'DATABASE_URL is set, but the PostgreSQL backend is not available in this version; unset DATABASE_URL to use the embedded SQLite database in COMPRESSO_DATA_DIR.',
-    );
+    // Loaded only here: a SQLite-only process never loads the PostgreSQL driver.
+    const { postgresDatabase } = await import('./postgres.ts');
+    db = postgresDatabase({ url: config.databaseUrl, ...(options.schema ? { schema: options.schema } : {}) });
+  } else {
+    db = sqliteDatabase({ dataDir: config.dataDir });
   }
-  const db = sqliteDatabase({ dataDir: config.dataDir });
-  await db.migrate();
+  try {
+    await db.migrate();
+  } catch (error) {
+    await db.close().catch(() => {});
+    throw error;
+  }
   return db;
 }

@@ -1,0 +1,133 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashKey } from './api-keys.ts';
+import { loadConfig } from './config.ts';
+import { describeDatabaseBattery } from './database-battery.ts';
+import { openDatabase } from './open-database.ts';
+import { createAccount, createApiKey } from './operator.ts';
+import { postgresDatabase } from './postgres.ts';
+
+/**
+ * Runs against a real PostgreSQL (the CI machine starts one on 127.0.0.1:5432 with a `test` database).
+ * Each database the battery opens lives in its own throwaway schema, dropped at the end, so runs never
+ * see each other's rows and nothing is left behind.
+ */
+const URL = process.env.COMPRESSO_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const run = randomBytes(4).toString('hex');
+const schemas: string[] = [];
+let n = 0;
+const freshSchema = () => {
+  const name = `cmp_test_${run}_${++n}`;
+  schemas.push(name);
+  return name;
+};
+
+const admin = new pg.Pool({ connectionString: URL, max: 2, connectionTimeoutMillis: 5000 });
+
+beforeAll(async () => {
+  try {
+    await admin.query('SELECT 1');
+  } catch (error) {
+    throw new Error(
+      `These tests need PostgreSQL at ${URL} (set COMPRESSO_TEST_DATABASE_URL to use another). ` +
+        `Start it (apt-get install -y postgresql && service postgresql start) — ${(error as Error).message}`,
+    );
+  }
+});
+
+afterAll(async () => {
+  for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await admin.end();
+});
+
+describeDatabaseBattery('postgres', async () => {
+  const db = postgresDatabase({ url: URL, schema: freshSchema() });
+  await db.migrate();
+  return db;
+});
+
+describe('postgresDatabase', () => {
+  it('applies migrations once, also when several processes start at the same time', async () => {
+    const schema = freshSchema();
+    const dbs = Array.from({ length: 3 }, () => postgresDatabase({ url: URL, schema, poolSize: 2 }));
+    try {
+      await Promise.all(dbs.map((db) => db.migrate()));
+      await dbs[0]!.migrate();
+      const { rows } = await admin.query(`SELECT version FROM "${schema}".schema_migrations`);
+      expect(rows).toEqual([{ version: 1 }]);
+      expect(dbs[0]!.kind).toBe('postgres');
+      await dbs[0]!.ping();
+    } finally {
+      await Promise.all(dbs.map((db) => db.close()));
+    }
+  });
+
+  it('quota stays exact with 600 calls spread over three pools (three server processes)', async () => {
+    const schema = freshSchema();
+    const dbs = Array.from({ length: 3 }, () => postgresDatabase({ url: URL, schema, poolSize: 4 }));
+    try {
+      await dbs[0]!.migrate();
+      const account = await createAccount(dbs[0]!, 'multi@x.io');
+      const results = await Promise.all(
+        Array.from({ length: 600 }, (_, i) => dbs[i % 3]!.consumeQuota(account.id, '2026-11-22', 500)),
+      );
+      expect(results.filter((r) => r.allowed)).toHaveLength(500);
+      expect(new Set(results.filter((r) => r.allowed).map((r) => r.used)).size).toBe(500);
+      expect(await dbs[1]!.usageOn(account.id, '2026-11-22')).toBe(500);
+    } finally {
+      await Promise.all(dbs.map((db) => db.close()));
+    }
+  });
+
+  it('a key revoked through one process stops working at once in another', async () => {
+    const schema = freshSchema();
+    const [a, b] = [postgresDatabase({ url: URL, schema }), postgresDatabase({ url: URL, schema })];
+    try {
+      await a.migrate();
+      const account = await createAccount(a, 'rev@x.io');
+      const { key, secret } = await createApiKey(a, account.id);
+      expect((await b.findActiveKeyByHash(hashKey(secret)))?.key.id).toBe(key.id);
+      expect(await a.revokeApiKey(key.id, new Date().toISOString(), account.id)).toBe(true);
+      expect(await b.findActiveKeyByHash(hashKey(secret))).toBeUndefined();
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('returns the ISO timestamps it was given, to the millisecond', async () => {
+    const db = postgresDatabase({ url: URL, schema: freshSchema() });
+    try {
+      await db.migrate();
+      const created = new Date('2026-11-22T10:11:12.345Z');
+      const account = await createAccount(db, 'time@x.io', created);
+      expect((await db.findAccountById(account.id))?.createdAt).toBe('2026-11-22T10:11:12.345Z');
+      const { key } = await createApiKey(db, account.id, 'k', created);
+      expect((await db.findApiKey(key.id))?.createdAt).toBe('2026-11-22T10:11:12.345Z');
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('rejects a schema name that is not a plain identifier, and fails fast when the server is unreachable', async () => {
+    expect(() => postgresDatabase({ url: URL, schema: 'x"; DROP TABLE y; --' })).toThrow(/schema/);
+    // Port 1 on loopback refuses at once: the error surfaces from ping(), within the connect timeout.
+    const down = postgresDatabase({ url: 'postgres://postgres@127.0.0.1:1/test', connectTimeoutMs: 1000 });
+    try {
+      await expect(down.ping()).rejects.toThrow();
+    } finally {
+      await down.close();
+    }
+  });
+
+  it('openDatabase picks PostgreSQL when DATABASE_URL is set, migrated and ready', async () => {
+    const config = loadConfig({ DATABASE_URL: URL, COMPRESSO_DATA_DIR: '/nonexistent/never-created' });
+    const db = await openDatabase(config, { schema: freshSchema() });
+    try {
+      expect(db.kind).toBe('postgres');
+      expect(await db.countAccounts()).toBe(0);
+    } finally {
+      await db.close();
+    }
+  });
+});

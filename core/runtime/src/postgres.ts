@@ -1,0 +1,372 @@
+import pg from 'pg';
+import type {
+  Account,
+  ApiKeyRecord,
+  Database,
+  PlanId,
+  PromoCode,
+  QuotaResult,
+  RedeemOutcome,
+} from './database.ts';
+import { DuplicateError } from './database.ts';
+
+export interface PostgresOptions {
+  /** `postgres://user:password@host:port/database` (DATABASE_URL). */
+  url: string;
+  /**
+   * Schema holding Compresso's tables; created by migrate(). Default `public`. Tests give each run a
+   * throwaway schema; an operator can put Compresso beside other applications in one database.
+   */
+  schema?: string;
+  /** Connections in the pool. Default 10: each query is a point lookup, so a few connections serve many requests. */
+  poolSize?: number;
+  /** How long to wait for a connection before failing (so /readyz answers instead of hanging), in ms. Default 5000. */
+  connectTimeoutMs?: number;
+  /** Longest a single statement may run, in ms. Default 10 000: every statement here is a point query; one that takes longer is stuck on a lock. */
+  statementTimeoutMs?: number;
+}
+
+/**
+ * Versioned migrations, applied in order inside one transaction each, under an advisory lock so
+ * several processes starting at once neither race nor apply a version twice. Never edit a shipped
+ * entry: add the next version. The tables mirror the SQLite backend's; timestamps are timestamptz
+ * (returned to callers as ISO strings, like SQLite's), the quota day a date.
+ */
+const MIGRATIONS: { version: number; sql: string }[] = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE accounts (
+        id text PRIMARY KEY,
+        email text NOT NULL,
+        plan text NOT NULL DEFAULT 'free',
+        created_at timestamptz NOT NULL
+      );
+      CREATE UNIQUE INDEX accounts_email ON accounts (lower(email));
+      CREATE TABLE api_keys (
+        id text PRIMARY KEY,
+        account_id text NOT NULL REFERENCES accounts (id),
+        name text NOT NULL,
+        prefix text NOT NULL,
+        hash text NOT NULL UNIQUE,
+        created_at timestamptz NOT NULL,
+        last_used_at timestamptz,
+        revoked_at timestamptz
+      );
+      CREATE INDEX api_keys_account ON api_keys (account_id);
+      CREATE TABLE promo_codes (
+        code text PRIMARY KEY,
+        plan text NOT NULL,
+        max_uses integer NOT NULL,
+        uses integer NOT NULL DEFAULT 0,
+        expires_at timestamptz,
+        created_at timestamptz NOT NULL
+      );
+      CREATE TABLE promo_redemptions (
+        code text NOT NULL REFERENCES promo_codes (code),
+        account_id text NOT NULL REFERENCES accounts (id),
+        redeemed_at timestamptz NOT NULL,
+        PRIMARY KEY (code, account_id)
+      );
+      CREATE TABLE usage_daily (
+        account_id text NOT NULL REFERENCES accounts (id),
+        day date NOT NULL,
+        count integer NOT NULL,
+        PRIMARY KEY (account_id, day)
+      );
+    `,
+  },
+];
+
+/** Any fixed number: it names "Compresso migrations" among the advisory locks of a shared database. */
+const MIGRATION_LOCK = 0x636d7030;
+
+type Row = Record<string, unknown>;
+
+const iso = (value: unknown): string =>
+  (value instanceof Date ? value : new Date(String(value))).toISOString();
+const isoOrNull = (value: unknown): string | null => (value == null ? null : iso(value));
+
+function toAccount(row: Row, prefix = ''): Account {
+  return {
+    id: String(row[`${prefix}id`]),
+    email: String(row[`${prefix}email`]),
+    plan: String(row[`${prefix}plan`]) as PlanId,
+    createdAt: iso(row[`${prefix}created_at`]),
+  };
+}
+
+function toKey(row: Row): ApiKeyRecord {
+  return {
+    id: String(row.id),
+    accountId: String(row.account_id),
+    name: String(row.name),
+    prefix: String(row.prefix),
+    hash: String(row.hash),
+    createdAt: iso(row.created_at),
+    lastUsedAt: isoOrNull(row.last_used_at),
+    revokedAt: isoOrNull(row.revoked_at),
+  };
+}
+
+function toPromo(row: Row): PromoCode {
+  return {
+    code: String(row.code),
+    plan: String(row.plan) as PlanId,
+    maxUses: Number(row.max_uses),
+    uses: Number(row.uses),
+    expiresAt: isoOrNull(row.expires_at),
+    createdAt: iso(row.created_at),
+  };
+}
+
+/** 23505 is PostgreSQL's unique_violation. */
+function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '23505';
+}
+
+function quoteIdent(name: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) {
+    throw new Error(
+      `PostgreSQL schema: expected letters, digits and _ (at most 63), received ${JSON.stringify(name)}`,
+    );
+  }
+  return `"${name}"`;
+}
+
+/**
+ * The PostgreSQL backend (DATABASE_URL), for running several server processes on one database. Same
+ * port, same guarantees as the SQLite file: every atomic rule (quota, promo uses) is one statement or
+ * one short transaction in the database, never a read-then-write in the process, so it holds however
+ * many processes share the load. The pool connects lazily: creating the backend never touches the
+ * network; migrate() or the first query does.
+ */
+export function postgresDatabase(options: PostgresOptions): Database {
+  const schema = options.schema ?? 'public';
+  const quotedSchema = quoteIdent(schema);
+  const statementTimeout = Math.trunc(options.statementTimeoutMs ?? 10_000);
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    // Set per connection at startup, so no query can run against another schema by accident.
+    options: `-c search_path=${quotedSchema} -c statement_timeout=${statementTimeout}`,
+  });
+  // An idle connection dropped by the server (restart, failover) emits 'error' on the pool; without a
+  // listener that would crash the process. The pool discards the connection and the next query opens
+  // a new one; a real outage shows in the failing queries and in /readyz.
+  pool.on('error', () => {});
+
+  const query = async (sql: string, params: unknown[] = []): Promise<pg.QueryResult<Row>> =>
+    pool.query<Row>(sql, params);
+  const one = async (sql: string, params: unknown[] = []): Promise<Row | undefined> =>
+    (await query(sql, params)).rows[0];
+
+  const transaction = async <T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  };
+
+  let closed: Promise<void> | undefined;
+
+  const database: Database = {
+    kind: 'postgres',
+    async migrate() {
+      await transaction(async (client) => {
+        // Transaction-scoped: released by COMMIT/ROLLBACK even if this process dies mid-migration.
+        // Taken before CREATE SCHEMA too: "IF NOT EXISTS" is not safe against a concurrent creator.
+        await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+        await client.query(`CREATE SCHEMA IF NOT EXISTS ${quotedSchema}`);
+        await client.query(
+          'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)',
+        );
+        const done = new Set(
+          (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) =>
+            Number(r.version),
+          ),
+        );
+        for (const migration of MIGRATIONS) {
+          if (done.has(migration.version)) continue;
+          await client.query(migration.sql);
+          await client.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, now())', [
+            migration.version,
+          ]);
+        }
+      });
+    },
+    async ping() {
+      await query('SELECT 1');
+    },
+    close() {
+      closed ??= pool.end();
+      return closed;
+    },
+
+    async countAccounts() {
+      return Number((await one('SELECT count(*)::int AS n FROM accounts'))?.n ?? 0);
+    },
+    async insertAccount(account) {
+      try {
+        await query('INSERT INTO accounts (id, email, plan, created_at) VALUES ($1, $2, $3, $4)', [
+          account.id,
+          account.email,
+          account.plan,
+          account.createdAt,
+        ]);
+      } catch (error) {
+        if (isUniqueViolation(error))
+          throw new DuplicateError(`an account with email ${account.email} exists`);
+        throw error;
+      }
+    },
+    async findAccountById(id) {
+      const row = await one('SELECT * FROM accounts WHERE id = $1', [id]);
+      return row && toAccount(row);
+    },
+    async findAccountByEmail(email) {
+      const row = await one('SELECT * FROM accounts WHERE lower(email) = lower($1)', [email]);
+      return row && toAccount(row);
+    },
+    async setAccountPlan(accountId, plan) {
+      await query('UPDATE accounts SET plan = $1 WHERE id = $2', [plan, accountId]);
+    },
+
+    async insertPromo(promo) {
+      try {
+        await query(
+          'INSERT INTO promo_codes (code, plan, max_uses, uses, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+          [promo.code, promo.plan, promo.maxUses, promo.uses, promo.expiresAt, promo.createdAt],
+        );
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new DuplicateError(`promo code ${promo.code} exists`);
+        throw error;
+      }
+    },
+    async findPromo(code) {
+      const row = await one('SELECT * FROM promo_codes WHERE code = $1', [code]);
+      return row && toPromo(row);
+    },
+    async redeemPromo(code, accountId, now): Promise<RedeemOutcome> {
+      return transaction(async (client): Promise<RedeemOutcome> => {
+        // FOR UPDATE serialises redeemers of one code: the second waits for the first to commit and
+        // then sees its use and its redemption row, so uses never exceed max_uses.
+        const promoRow = (
+          await client.query<Row>('SELECT * FROM promo_codes WHERE code = $1 FOR UPDATE', [code])
+        ).rows[0];
+        if (!promoRow) return { ok: false, reason: 'unknown_code' };
+        const accountRow = (await client.query<Row>('SELECT * FROM accounts WHERE id = $1', [accountId]))
+          .rows[0];
+        if (!accountRow) return { ok: false, reason: 'unknown_account' };
+        const promo = toPromo(promoRow);
+        if (promo.expiresAt !== null && Date.parse(promo.expiresAt) <= Date.parse(now)) {
+          return { ok: false, reason: 'expired' };
+        }
+        const redeemed = await client.query(
+          'SELECT 1 FROM promo_redemptions WHERE code = $1 AND account_id = $2',
+          [code, accountId],
+        );
+        if (redeemed.rowCount) return { ok: false, reason: 'already_redeemed' };
+        const counted = (
+          await client.query<Row>(
+            'UPDATE promo_codes SET uses = uses + 1 WHERE code = $1 AND uses < max_uses RETURNING uses',
+            [code],
+          )
+        ).rows[0];
+        if (!counted) return { ok: false, reason: 'used_up' };
+        await client.query(
+          'INSERT INTO promo_redemptions (code, account_id, redeemed_at) VALUES ($1, $2, $3)',
+          [code, accountId, now],
+        );
+        await client.query('UPDATE accounts SET plan = $1 WHERE id = $2', [promo.plan, accountId]);
+        return {
+          ok: true,
+          account: { ...toAccount(accountRow), plan: promo.plan },
+          promo: { ...promo, uses: Number(counted.uses) },
+        };
+      });
+    },
+
+    async insertApiKey(key) {
+      await query(
+        'INSERT INTO api_keys (id, account_id, name, prefix, hash, created_at, last_used_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+        [key.id, key.accountId, key.name, key.prefix, key.hash, key.createdAt, key.lastUsedAt, key.revokedAt],
+      );
+    },
+    async findActiveKeyByHash(hash) {
+      const row = await one(
+        `SELECT k.*, a.id AS a_id, a.email AS a_email, a.plan AS a_plan, a.created_at AS a_created_at
+         FROM api_keys k JOIN accounts a ON a.id = k.account_id
+         WHERE k.hash = $1 AND k.revoked_at IS NULL`,
+        [hash],
+      );
+      if (!row) return undefined;
+      return { key: toKey(row), account: toAccount(row, 'a_') };
+    },
+    async listApiKeys(accountId) {
+      const { rows } = await query('SELECT * FROM api_keys WHERE account_id = $1 ORDER BY created_at, id', [
+        accountId,
+      ]);
+      return rows.map(toKey);
+    },
+    async findApiKey(id) {
+      const row = await one('SELECT * FROM api_keys WHERE id = $1', [id]);
+      return row && toKey(row);
+    },
+    async revokeApiKey(id, now, accountId) {
+      const result =
+        accountId === undefined
+          ? await query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [now, id])
+          : await query(
+              'UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND account_id = $3 AND revoked_at IS NULL',
+              [now, id, accountId],
+            );
+      return result.rowCount === 1;
+    },
+    async touchApiKey(id, now, staleBefore) {
+      await query(
+        'UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $3)',
+        [now, id, staleBefore],
+      );
+    },
+
+    async consumeQuota(accountId, day, limit): Promise<QuotaResult> {
+      if (limit < 1) return { allowed: false, used: await database.usageOn(accountId, day) };
+      // One statement: the row lock taken by ON CONFLICT DO UPDATE makes concurrent callers queue on
+      // the (account, day) row, and each re-checks `count < limit` against the committed value, so
+      // the count can never pass the limit across connections or processes.
+      const row = await one(
+        `INSERT INTO usage_daily (account_id, day, count) VALUES ($1, $2, 1)
+         ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count + 1
+         WHERE usage_daily.count < $3
+         RETURNING count`,
+        [accountId, day, limit],
+      );
+      if (row) return { allowed: true, used: Number(row.count) };
+      return { allowed: false, used: await database.usageOn(accountId, day) };
+    },
+    async refundQuota(accountId, day) {
+      await query(
+        'UPDATE usage_daily SET count = count - 1 WHERE account_id = $1 AND day = $2 AND count > 0',
+        [accountId, day],
+      );
+    },
+    async usageOn(accountId, day) {
+      const row = await one('SELECT count FROM usage_daily WHERE account_id = $1 AND day = $2', [
+        accountId,
+        day,
+      ]);
+      return row ? Number(row.count) : 0;
+    },
+  };
+  return database;
+}
