@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { ErrorBodySchema } from '@compresso/schema';
@@ -138,5 +139,41 @@ describe('hostile requests', () => {
     const patch = await fetch(`${srv.url}/api/v1/usage`, { method: 'PATCH', headers: bearer(key) });
     expect(patch.status).toBe(405);
     expect(await code(patch)).toBe('METHOD_NOT_ALLOWED');
+  });
+
+  it('Expect: 100-continue — a refused upload is answered before its body is sent; an accepted one gets 100', async () => {
+    const image = await smallJpeg();
+    const boundary = 'continue-boundary';
+    const body = Buffer.concat([
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="c.jpg"\r\n\r\n`),
+      image,
+      Buffer.from(`\r\n--${boundary}--\r\n`),
+    ]);
+    const attempt = (authorization: string, length: number) =>
+      new Promise<{ status: number; continued: boolean }>((resolve, reject) => {
+        let continued = false;
+        const req = httpRequest(`${srv.url}/api/v1/info`, {
+          method: 'POST',
+          headers: {
+            authorization,
+            expect: '100-continue',
+            'content-type': `multipart/form-data; boundary=${boundary}`,
+            'content-length': String(length),
+          },
+        });
+        req.on('continue', () => {
+          continued = true;
+          req.end(body);
+        });
+        req.on('response', (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, continued }));
+        });
+        req.on('error', reject);
+        req.flushHeaders();
+      });
+    expect(await attempt('Bearer nope', body.length)).toEqual({ status: 401, continued: false });
+    expect(await attempt(`Bearer ${key}`, 500 * 1024 * 1024)).toEqual({ status: 413, continued: false });
+    expect(await attempt(`Bearer ${key}`, body.length)).toEqual({ status: 200, continued: true });
   });
 });

@@ -23,6 +23,7 @@ import { z } from 'zod';
 import { authOf, requireApiKey } from './auth.ts';
 import { docsPage } from './docs.ts';
 import { errorHandler, sendError } from './errors.ts';
+import { sendContinue } from './expect-continue.ts';
 import { readUpload } from './multipart.ts';
 import { openApiDocument } from './openapi.ts';
 
@@ -151,8 +152,8 @@ export function createApp(deps: AppDeps): express.Express {
   const authOverQuota = requireApiKey({ db, config, logger }, { allowOverQuota: true });
   const uploadLimits = { maxBytes: config.maxUploadBytes, idleTimeoutMs: config.idleTimeoutMs };
 
-  const runEngine = async (req: Request) => {
-    const upload = await readUpload(req, uploadLimits);
+  const runEngine = async (req: Request, res: Response) => {
+    const upload = await readUpload(req, res, uploadLimits);
     if (!upload.file) {
       throw new CompressoError('MISSING_FILE', 'file: expected an image in a multipart part named "file".');
     }
@@ -163,7 +164,7 @@ export function createApp(deps: AppDeps): express.Express {
   };
 
   app.post('/api/v1/compress', auth, async (req, res) => {
-    const { upload, output } = await runEngine(req);
+    const { upload, output } = await runEngine(req, res);
     setInfoHeaders(res, output.info);
     const name = outputName(upload.filename, output.info);
     res.setHeader('Content-Type', MIME_TYPES[output.info.output_format]);
@@ -173,28 +174,39 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   app.post('/api/v1/info', auth, async (req, res) => {
-    const { output } = await runEngine(req);
+    const { output } = await runEngine(req, res);
     setInfoHeaders(res, output.info);
     res.json(output.info);
   });
 
-  app.post('/api/v1/key', auth, express.json({ limit: '4kb', strict: true }), async (req, res) => {
-    const parsed = KeyRequestSchema.safeParse(req.body ?? {});
-    if (!parsed.success) {
-      throw new CompressoError(
-        'INVALID_REQUEST',
-        `Expected an optional JSON body {"name": "<at most ${MAX_KEY_NAME} characters>"}.`,
-        {
-          details: parsed.error.issues.map((i) => ({
-            field: i.path.join('.') || '(body)',
-            problem: i.message,
-          })),
-        },
-      );
-    }
-    const { key, secret } = await createApiKey(db, authOf(res).account.id, parsed.data.name);
-    res.status(201).json({ ...key, key: secret });
-  });
+  const continueBody = (req: Request, res: Response, next: NextFunction) => {
+    sendContinue(req, res);
+    next();
+  };
+
+  app.post(
+    '/api/v1/key',
+    auth,
+    continueBody,
+    express.json({ limit: '4kb', strict: true }),
+    async (req, res) => {
+      const parsed = KeyRequestSchema.safeParse(req.body ?? {});
+      if (!parsed.success) {
+        throw new CompressoError(
+          'INVALID_REQUEST',
+          `Expected an optional JSON body {"name": "<at most ${MAX_KEY_NAME} characters>"}.`,
+          {
+            details: parsed.error.issues.map((i) => ({
+              field: i.path.join('.') || '(body)',
+              problem: i.message,
+            })),
+          },
+        );
+      }
+      const { key, secret } = await createApiKey(db, authOf(res).account.id, parsed.data.name);
+      res.status(201).json({ ...key, key: secret });
+    },
+  );
 
   app.get('/api/v1/keys', auth, async (_req, res) => {
     res.json({ keys: await listApiKeys(db, authOf(res).account.id) });

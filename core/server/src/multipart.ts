@@ -1,6 +1,7 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CompressoError } from '@compresso/schema';
 import busboy from 'busboy';
+import { sendContinue } from './expect-continue.ts';
 
 export interface Upload {
   file: Buffer | undefined;
@@ -26,7 +27,7 @@ const MAX_FIELDS = 20;
  * limit is refused before reading a byte, and a chunked or lying body is cut off by busboy's fileSize
  * limit the moment it passes maxBytes; the partial file is dropped, never assembled.
  */
-export function readUpload(req: IncomingMessage, limits: UploadLimits): Promise<Upload> {
+export function readUpload(req: IncomingMessage, res: ServerResponse, limits: UploadLimits): Promise<Upload> {
   const contentType = req.headers['content-type'] ?? '';
   if (!/^multipart\/form-data\b/i.test(contentType)) {
     return Promise.reject(
@@ -40,6 +41,7 @@ export function readUpload(req: IncomingMessage, limits: UploadLimits): Promise<
   if (Number.isFinite(declared) && declared > limits.maxBytes + FRAMING_SLACK) {
     return Promise.reject(tooLarge(limits.maxBytes));
   }
+  sendContinue(req, res);
 
   return new Promise<Upload>((resolve, reject) => {
     let parser: busboy.Busboy;

@@ -11,6 +11,7 @@ import {
 } from '@compresso/runtime';
 import type express from 'express';
 import { createApp } from './app.ts';
+import { deferContinue } from './expect-continue.ts';
 
 /**
  * An http.Server around the app with the timeouts that bound what a slow client can hold:
@@ -29,6 +30,12 @@ export function createHttpServer(app: express.Express, config: Pick<Config, 'req
     app,
   );
   server.keepAliveTimeout = 5000;
+  // With a checkContinue listener Node does not answer `Expect: 100-continue` itself; the app sends
+  // the 100 only when a handler starts reading the body (after auth, plan, quota and size checks).
+  server.on('checkContinue', (req, res) => {
+    deferContinue(res);
+    app(req, res);
+  });
   return server;
 }
 
