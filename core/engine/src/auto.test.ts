@@ -52,18 +52,4 @@ describe('quality "auto"', () => {
     const gif = await engine.optimize(gifInput, { quality: 'auto' });
     expect(gif.info).toMatchObject({ output_format: 'gif', auto_quality: true, quality: 80 });
   });
-
-  it('keeps the event loop free while it scores', async () => {
-    let worst = 0;
-    let last = performance.now();
-    const timer = setInterval(() => {
-      const now = performance.now();
-      worst = Math.max(worst, now - last);
-      last = now;
-    }, 10);
-    await engine.optimize(dune, { max_dimension: 800, output_format: 'jpeg', quality: 'auto' });
-    clearInterval(timer);
-    // One 800-px score takes ~0.3 s of CPU; on the main thread the timer would stall that long.
-    expect(worst).toBeLessThan(250);
-  });
 });

@@ -58,6 +58,27 @@ describe('ssimulacra2', () => {
     expect(ssimulacra2(tiny, tiny)).toBe(100);
   });
 
+  it('scoreAsync leaves the event loop free for what the same score would hold it on the main thread', async () => {
+    const big = await sharp(corpus('photo-mate-Dune.jpg')).resize(1600).png().toBuffer();
+    const ref = await decodeToRgb(big);
+    const dist = await decodeToRgb(await sharp(big).jpeg({ quality: 50 }).toBuffer());
+    const t0 = performance.now();
+    const sync = ssimulacra2(ref, dist);
+    const syncMs = performance.now() - t0;
+    let worst = 0;
+    let last = performance.now();
+    const timer = setInterval(() => {
+      const now = performance.now();
+      worst = Math.max(worst, now - last);
+      last = now;
+    }, 5);
+    const async = await scoreAsync(ref, dist);
+    clearInterval(timer);
+    expect(async).toBe(sync);
+    // Scheduling on a loaded machine adds some lag; the main-thread score would add all of syncMs.
+    expect(worst).toBeLessThan(Math.max(100, syncMs / 2));
+  });
+
   it('gives the same score in the worker pool as in-process', async () => {
     const ref = await decodeToRgb(photo);
     const dist = await jpegAt(60);
