@@ -56,6 +56,15 @@ describe('ssimulacra2', () => {
     expect(score).toBeLessThan(90);
     const tiny = await decodeToRgb(sharp(small).resize(6, 4, { fit: 'fill' }));
     expect(ssimulacra2(tiny, tiny)).toBe(100);
+    // Under 8 px a side the reference tool has no scale to compute; padded, a difference still shows.
+    const solid = (width: number, height: number, v: number): RgbImage => ({
+      width,
+      height,
+      data: new Uint8Array(width * height * 3).fill(v),
+    });
+    expect(ssimulacra2(solid(4, 4, 0), solid(4, 4, 255))).toBeLessThan(50);
+    expect(ssimulacra2(solid(7, 100, 0), solid(7, 100, 255))).toBeLessThan(50);
+    expect(ssimulacra2(solid(4, 4, 120), solid(4, 4, 120))).toBe(100);
   });
 
   it('scoreAsync leaves the event loop free for what the same score would hold it on the main thread', async () => {

@@ -244,8 +244,35 @@ export interface PreparedReference {
   scales: ReferenceScale[];
 }
 
+/**
+ * The reference tool refuses images under 8 pixels on a side (no scale can be computed, and every
+ * sub-score would stay 0: a "perfect" 100 for any difference). Icons, spacers and thin strips do reach
+ * the engine, so such images are padded to 8 by repeating their edge pixels: the score then judges
+ * the content that is there, with each pixel weighted by how often it was repeated.
+ */
+function padToMinimum(img: RgbImage): RgbImage {
+  if (img.width >= 8 && img.height >= 8) return img;
+  const width = Math.max(8, img.width);
+  const height = Math.max(8, img.height);
+  const data = new Uint8Array(width * height * 3);
+  for (let y = 0; y < height; y++) {
+    const sy = Math.min(y, img.height - 1);
+    for (let x = 0; x < width; x++) {
+      const sx = Math.min(x, img.width - 1);
+      const from = (sy * img.width + sx) * 3;
+      const to = (y * width + x) * 3;
+      data[to] = img.data[from]!;
+      data[to + 1] = img.data[from + 1]!;
+      data[to + 2] = img.data[from + 2]!;
+    }
+  }
+  return { width, height, data };
+}
+
 export function prepareReference(reference: RgbImage): PreparedReference {
   checkRgb('reference', reference);
+  const original = reference;
+  reference = padToMinimum(reference);
   let width = reference.width;
   let height = reference.height;
   const tmp = new Float32Array(width * height);
@@ -271,7 +298,7 @@ export function prepareReference(reference: RgbImage): PreparedReference {
     }
     scales.push({ width, height, xyb, mu, sigmaSq });
   }
-  return { width: reference.width, height: reference.height, scales };
+  return { width: original.width, height: original.height, scales };
 }
 
 /**
@@ -287,6 +314,7 @@ export function subScores(reference: RgbImage | PreparedReference, distorted: Rg
   }
   checkRgb('distorted', distorted);
   const prepared = ref ?? prepareReference(reference as RgbImage);
+  distorted = padToMinimum(distorted);
   let width = distorted.width;
   let height = distorted.height;
   const n0 = width * height;
