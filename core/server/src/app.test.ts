@@ -493,7 +493,7 @@ describe('OpenAPI and docs', () => {
       expect.arrayContaining(['quality', 'output_format', 'max_dimension', 'strip_exif', 'png_to_jpeg']),
     );
     const upload = (
-      doc.paths['/api/v1/compress']?.post as {
+      doc.paths['/api/v1/compress']!.post as {
         requestBody: {
           content: Record<string, { schema: { required: string[]; properties: Record<string, unknown> } }>;
         };
