@@ -14,6 +14,7 @@ export interface CorpusImage {
   /** Header size; 0 when sharp cannot read the header (HEVC HEIC). */
   width: number;
   height: number;
+  hasAlpha: boolean;
 }
 
 const REPO_ROOT = resolve(fileURLToPath(import.meta.url), '../../..');
@@ -36,14 +37,16 @@ export async function loadCorpus(dir: string): Promise<CorpusImage[]> {
     const heic = /\.hei[cf]$/i.test(name);
     let width = 0;
     let height = 0;
+    let hasAlpha = false;
     try {
       const m = await sharp(bytes).metadata();
       width = m.width;
       height = m.height;
+      hasAlpha = m.hasAlpha;
     } catch {
       // HEVC HEIC: sharp's libvips reads the container but not the codec; the size is found later.
     }
-    images.push({ name, kind, bytes, heic, width, height });
+    images.push({ name, kind, bytes, heic, width, height, hasAlpha });
   }
   return images;
 }

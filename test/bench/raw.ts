@@ -4,6 +4,12 @@ import sharp, { type Sharp } from 'sharp';
 import type { CorpusImage } from './corpus.ts';
 
 /**
+ * What the engine lays transparent pixels over when writing JPEG (optimize.ts JPEG_BACKGROUND, not
+ * exported from the package): without it libvips keeps the stored colour, usually black.
+ */
+export const JPEG_BACKGROUND = '#ffffff';
+
+/**
  * The engine's work done with sharp alone: the same decode options, orientation, resize and encoder
  * options (applyEncoder is the engine's own single place where encoder options are chosen), without
  * validation, limits checks, header probe, semaphore or result bookkeeping. Engine ÷ raw is then the
@@ -35,7 +41,9 @@ export async function rawEncode(
   maxDimension: number,
 ): Promise<Buffer> {
   if (format === 'png') {
-    // The engine writes the smaller of a palette PNG and a lossless one; so does this.
+    // Palette and lossless, the smaller kept. The engine also scores a smaller palette against its
+    // quality bar and may fall back to lossless: that metric check is engine work, which the
+    // engine ÷ raw ratio for PNG therefore includes.
     const [palette, lossless] = await Promise.all([
       pipelineFor(image, maxDimension).then((p) => applyEncoder(p, { format, quality }).toBuffer()),
       quality >= 100
@@ -46,6 +54,7 @@ export async function rawEncode(
     ]);
     return lossless && lossless.length < palette.length ? lossless : palette;
   }
-  const p = await pipelineFor(image, maxDimension);
+  let p = await pipelineFor(image, maxDimension);
+  if (format === 'jpeg' && image.hasAlpha) p = p.flatten({ background: JPEG_BACKGROUND });
   return applyEncoder(p, { format, quality }).toBuffer();
 }

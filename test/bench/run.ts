@@ -159,6 +159,7 @@ function pickImages(all: CorpusImage[]): CorpusImage[] {
 interface Encoded {
   image: CorpusImage;
   bytes: Uint8Array;
+  format: OutputFormat;
   quality: number;
   score?: number;
 }
@@ -203,7 +204,12 @@ async function engineBatch(
         quality: mode === 'auto' ? 'auto' : DEFAULT_QUALITY,
         max_dimension: maxDimension,
       });
-      outputs.set(image.name, { image, bytes: out.data, quality: out.info.quality });
+      outputs.set(image.name, {
+        image,
+        bytes: out.data,
+        format: out.info.output_format,
+        quality: out.info.quality,
+      });
     } catch (error) {
       errors.push(`${image.name}: ${(error as Error).message}`);
     }
@@ -237,7 +243,7 @@ async function rawBatch(engineRun: Batch): Promise<Batch> {
     const quality = engineRun.outputs.get(image.name)!.quality;
     try {
       const bytes = await rawEncode(image, format, quality, maxDimension);
-      outputs.set(image.name, { image, bytes, quality });
+      outputs.set(image.name, { image, bytes, format, quality });
     } catch (error) {
       errors.push(`${image.name}: ${(error as Error).message}`);
     }
@@ -307,6 +313,7 @@ async function referenceBatches(tools: ReferenceTool[], images: CorpusImage[]) {
             outputs.set(image.name, {
               image,
               bytes: new Uint8Array(readFileSync(out)),
+              format: tool.format,
               quality: DEFAULT_QUALITY,
             });
           } catch (error) {
@@ -340,7 +347,7 @@ async function scoreAll(images: CorpusImage[]) {
     const reference = await referencePixels(image);
     await runBatch(wanted, concurrency, async (out) => {
       try {
-        out.score = await scoreOutput(reference, out.bytes);
+        out.score = await scoreOutput(reference, out.bytes, out.format);
       } catch (error) {
         notes.push(`score failed for ${image.name}: ${(error as Error).message}`);
       }
