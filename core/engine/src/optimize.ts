@@ -153,7 +153,10 @@ export async function optimizeImage(
       score = found.score;
       return found.encoded;
     }
-    return encodeAtQuality(options.quality);
+    const fixed = await encodeAtQuality(options.quality);
+    // A palette PNG is scored on the way: report it (100 when lossless won on score).
+    score = fixed.score;
+    return fixed;
   };
   encoded = await run();
 
