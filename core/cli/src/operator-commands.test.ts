@@ -77,6 +77,19 @@ describe('operator commands', () => {
     ).toEqual([]);
   });
 
+  it('keys create --json gives the record and the key once; keys list --all shows revoked keys', async () => {
+    await cli('account', 'create', '--email', 'json@example.com');
+    const made = await cli('keys', 'create', '--account', 'json@example.com', '--name', 'ci', '--json');
+    const record = JSON.parse(made.stdout) as { id: string; key: string; prefix: string; name: string };
+    expect(record).toMatchObject({ name: 'ci', revoked_at: null, last_used_at: null });
+    expect(record.key.startsWith(record.prefix)).toBe(true);
+    expect(made.stderr).toContain('free plan');
+    await cli('keys', 'revoke', record.id);
+    const all = await cli('keys', 'list', '--account', 'json@example.com', '--all');
+    expect(all.stdout).toMatch(new RegExp(`^${record.id} .* ci .* revoked 20`));
+    expect(all.stdout).not.toContain(record.key);
+  });
+
   it('unknown accounts are errors with status 1', async () => {
     const res = await cli('keys', 'create', '--account', 'ghost@example.com');
     expect(res.status).toBe(1);

@@ -1,7 +1,7 @@
-import { createApiKey, listApiKeys, requireAccount, revokeApiKey } from '@compresso/runtime';
+import { createApiKey, listApiKeys, planOf, requireAccount, revokeApiKey } from '@compresso/runtime';
 import type { Command } from 'commander';
 import { contextOf } from '../context.ts';
-import { dataDirOption, withDatabase, writeJson } from '../data.ts';
+import { cliConfig, dataDirOption, withDatabase, writeJson } from '../data.ts';
 
 /** `compresso keys create|list|revoke`: the same keys as POST /api/v1/key, made by the operator. */
 export function register(program: Command): void {
@@ -21,14 +21,15 @@ export function register(program: Command): void {
       const { io } = contextOf(command);
       if (flags.json) {
         writeJson(command, { ...key, key: secret });
-        return;
+      } else {
+        // The secret alone on stdout, so KEY=$(compresso keys create …) captures exactly the key.
+        io.stdout.write(`${secret}\n`);
+        io.stderr.write(
+          `Created key ${key.id} ("${key.name}") for ${account.email}. Store it now: it cannot be shown again.\n`,
+        );
       }
-      // The secret alone on stdout, so KEY=$(compresso keys create …) captures exactly the key.
-      io.stdout.write(`${secret}\n`);
-      io.stderr.write(
-        `Created key ${key.id} ("${key.name}") for ${account.email}. Store it now: it cannot be shown again.\n`,
-      );
-      if (account.plan !== 'pro') {
+      // On stderr in both modes: a key that will only ever get 403 deserves a warning.
+      if (!planOf(account.plan, cliConfig(command)).api) {
         io.stderr.write(
           `Note: ${account.email} is on the ${account.plan} plan; the API answers 403 PLAN_REQUIRED until a promo code activates Pro.\n`,
         );
