@@ -20,6 +20,13 @@ export interface Config {
   /** Largest upload in bytes (COMPRESSO_MAX_UPLOAD_BYTES); bigger bodies are cut off while streaming. */
   maxUploadBytes: number;
   /**
+   * Upload bytes all requests together may hold in memory at once (COMPRESSO_UPLOAD_MEMORY_BYTES).
+   * Each upload reserves its declared length (or maxUploadBytes when chunked) before its body is read;
+   * one that does not fit is answered 503 with Retry-After instead of growing the heap without bound
+   * under many parallel large uploads. Default: 512 MiB, or maxUploadBytes if larger.
+   */
+  uploadMemoryBytes: number;
+  /**
    * Longest time a client may take to send a whole request, in ms (COMPRESSO_REQUEST_TIMEOUT_MS).
    * Bounds what a slow or abandoned upload can hold; 60 s moves 50 MB at under 7 Mbit/s.
    */
@@ -53,6 +60,7 @@ const ConfigSchema = z.object({
     .optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   maxUploadBytes: intFrom(1, 1024 * 1024 * 1024).default(50 * 1024 * 1024),
+  uploadMemoryBytes: intFrom(1, 64 * 1024 * 1024 * 1024).optional(),
   requestTimeoutMs: intFrom(1000, 3_600_000).default(60_000),
   idleTimeoutMs: intFrom(100, 600_000).default(15_000),
   proDailyLimit: intFrom(1, 100_000_000).default(500),
@@ -68,6 +76,7 @@ export const CONFIG_ENV: Record<keyof Config, string> = {
   databaseUrl: 'DATABASE_URL',
   logLevel: 'LOG_LEVEL',
   maxUploadBytes: 'COMPRESSO_MAX_UPLOAD_BYTES',
+  uploadMemoryBytes: 'COMPRESSO_UPLOAD_MEMORY_BYTES',
   requestTimeoutMs: 'COMPRESSO_REQUEST_TIMEOUT_MS',
   idleTimeoutMs: 'COMPRESSO_IDLE_TIMEOUT_MS',
   proDailyLimit: 'COMPRESSO_PRO_DAILY_LIMIT',
@@ -107,8 +116,16 @@ export function loadConfig(
     throw new ConfigError(problems);
   }
   const data = result.data;
+  // A cross-field rule, checked once every field is valid on its own (so it cannot be misleading).
+  if (data.uploadMemoryBytes !== undefined && data.uploadMemoryBytes < data.maxUploadBytes) {
+    const source = (key: keyof Config) => (overrides[key] !== undefined ? key : CONFIG_ENV[key]);
+    throw new ConfigError([
+      `${source('uploadMemoryBytes')}: must be at least ${source('maxUploadBytes')} (${data.maxUploadBytes}), or an upload of the largest allowed size could never be held (received ${data.uploadMemoryBytes})`,
+    ]);
+  }
   return {
     ...data,
+    uploadMemoryBytes: data.uploadMemoryBytes ?? Math.max(512 * 1024 * 1024, data.maxUploadBytes),
     dataDir: resolve(data.dataDir),
     databaseUrl: data.databaseUrl,
     concurrency: data.concurrency,

@@ -26,6 +26,7 @@ import { errorHandler, sendError } from './errors.ts';
 import { sendContinue } from './expect-continue.ts';
 import { readUpload } from './multipart.ts';
 import { openApiDocument } from './openapi.ts';
+import { createUploadBudget } from './upload-budget.ts';
 
 export interface AppDeps {
   engine: Engine;
@@ -150,7 +151,11 @@ export function createApp(deps: AppDeps): express.Express {
 
   const auth = requireApiKey({ db, config, logger });
   const authOverQuota = requireApiKey({ db, config, logger }, { allowOverQuota: true });
-  const uploadLimits = { maxBytes: config.maxUploadBytes, idleTimeoutMs: config.idleTimeoutMs };
+  const uploadLimits = {
+    maxBytes: config.maxUploadBytes,
+    idleTimeoutMs: config.idleTimeoutMs,
+    budget: createUploadBudget(config.uploadMemoryBytes),
+  };
 
   const runEngine = async (req: Request, res: Response) => {
     const upload = await readUpload(req, res, uploadLimits);

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CompressoError } from '@compresso/schema';
 import busboy from 'busboy';
 import { sendContinue } from './expect-continue.ts';
+import { BUSY_RETRY_AFTER_SECONDS, type UploadBudget } from './upload-budget.ts';
 
 export interface Upload {
   file: Buffer | undefined;
@@ -13,6 +14,8 @@ export interface UploadLimits {
   maxBytes: number;
   /** Longest pause between chunks before the upload is dropped with REQUEST_TIMEOUT. */
   idleTimeoutMs: number;
+  /** Shared by every request: the upload bytes all of them may hold at once. */
+  budget?: UploadBudget;
 }
 
 /** Room for the multipart framing and the option fields around a file of exactly maxBytes. */
@@ -40,6 +43,23 @@ export function readUpload(req: IncomingMessage, res: ServerResponse, limits: Up
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limits.maxBytes + FRAMING_SLACK) {
     return Promise.reject(tooLarge(limits.maxBytes));
+  }
+  if (limits.budget) {
+    // Reserve before the 100 Continue and before reading a byte. A declared length is what the body
+    // may hold; a chunked body of unknown length may grow to the whole limit, so it reserves that.
+    const release = limits.budget.tryReserve(Number.isFinite(declared) ? declared : limits.maxBytes);
+    if (!release) {
+      res.setHeader('Retry-After', String(BUSY_RETRY_AFTER_SECONDS));
+      return Promise.reject(
+        new CompressoError(
+          'SERVICE_UNAVAILABLE',
+          `The server is holding as many uploads as it can; retry in ${BUSY_RETRY_AFTER_SECONDS} s.`,
+          { details: { retry_after_seconds: BUSY_RETRY_AFTER_SECONDS } },
+        ),
+      );
+    }
+    // Held until the answer is done, not just the upload: the buffered image lives through the engine.
+    res.once('close', release);
   }
   sendContinue(req, res);
 
