@@ -60,6 +60,15 @@ const imageErrors = (config: Config): Json => ({
     422,
     'An image that cannot be processed: empty, corrupt, too many pixels or frames, too slow.',
   ),
+  '503': {
+    ...errorResponse(
+      503,
+      `The server holds as many uploads as its memory budget allows (${config.uploadMemoryBytes} bytes); retry after Retry-After seconds. Not counted against the quota.`,
+    ),
+    headers: {
+      'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+    },
+  },
 });
 
 const infoHeaderNames = [

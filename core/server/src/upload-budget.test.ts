@@ -148,6 +148,14 @@ describe('upload memory budget over HTTP', () => {
         expect([200, 503]).toContain(after);
       }
       expect(after).toBe(200);
+
+      // The OpenAPI document tells clients about the 503 and its Retry-After.
+      const doc = (await (await fetch(`${srv.url}/api/v1/openapi.json`)).json()) as {
+        paths: Record<string, { post?: { responses: Record<string, { headers?: object }> } }>;
+      };
+      for (const path of ['/api/v1/compress', '/api/v1/info']) {
+        expect(doc.paths[path]?.post?.responses['503']?.headers).toHaveProperty('Retry-After');
+      }
     } finally {
       await srv.close();
     }
