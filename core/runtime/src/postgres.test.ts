@@ -1,4 +1,8 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashKey } from './api-keys.ts';
@@ -13,7 +17,7 @@ import { postgresDatabase } from './postgres.ts';
  * Each database the battery opens lives in its own throwaway schema, dropped at the end, so runs never
  * see each other's rows and nothing is left behind.
  */
-const URL = process.env.COMPRESSO_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const TEST_URL = process.env.COMPRESSO_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const run = randomBytes(4).toString('hex');
 const schemas: string[] = [];
 let n = 0;
@@ -23,14 +27,14 @@ const freshSchema = () => {
   return name;
 };
 
-const admin = new pg.Pool({ connectionString: URL, max: 2, connectionTimeoutMillis: 5000 });
+const admin = new pg.Pool({ connectionString: TEST_URL, max: 2, connectionTimeoutMillis: 5000 });
 
 beforeAll(async () => {
   try {
     await admin.query('SELECT 1');
   } catch (error) {
     throw new Error(
-      `These tests need PostgreSQL at ${URL} (set COMPRESSO_TEST_DATABASE_URL to use another). ` +
+      `These tests need PostgreSQL at ${TEST_URL} (set COMPRESSO_TEST_DATABASE_URL to use another). ` +
         `Start it (apt-get install -y postgresql && service postgresql start) — ${(error as Error).message}`,
     );
   }
@@ -42,7 +46,7 @@ afterAll(async () => {
 });
 
 describeDatabaseBattery('postgres', async () => {
-  const db = postgresDatabase({ url: URL, schema: freshSchema() });
+  const db = postgresDatabase({ url: TEST_URL, schema: freshSchema() });
   await db.migrate();
   return db;
 });
@@ -50,7 +54,7 @@ describeDatabaseBattery('postgres', async () => {
 describe('postgresDatabase', () => {
   it('applies migrations once, also when several processes start at the same time', async () => {
     const schema = freshSchema();
-    const dbs = Array.from({ length: 3 }, () => postgresDatabase({ url: URL, schema, poolSize: 2 }));
+    const dbs = Array.from({ length: 3 }, () => postgresDatabase({ url: TEST_URL, schema, poolSize: 2 }));
     try {
       await Promise.all(dbs.map((db) => db.migrate()));
       await dbs[0]!.migrate();
@@ -65,7 +69,7 @@ describe('postgresDatabase', () => {
 
   it('quota stays exact with 600 calls spread over three pools (three server processes)', async () => {
     const schema = freshSchema();
-    const dbs = Array.from({ length: 3 }, () => postgresDatabase({ url: URL, schema, poolSize: 4 }));
+    const dbs = Array.from({ length: 3 }, () => postgresDatabase({ url: TEST_URL, schema, poolSize: 4 }));
     try {
       await dbs[0]!.migrate();
       const account = await createAccount(dbs[0]!, 'multi@x.io');
@@ -82,7 +86,7 @@ describe('postgresDatabase', () => {
 
   it('a key revoked through one process stops working at once in another', async () => {
     const schema = freshSchema();
-    const [a, b] = [postgresDatabase({ url: URL, schema }), postgresDatabase({ url: URL, schema })];
+    const [a, b] = [postgresDatabase({ url: TEST_URL, schema }), postgresDatabase({ url: TEST_URL, schema })];
     try {
       await a.migrate();
       const account = await createAccount(a, 'rev@x.io');
@@ -96,7 +100,7 @@ describe('postgresDatabase', () => {
   });
 
   it('returns the ISO timestamps it was given, to the millisecond', async () => {
-    const db = postgresDatabase({ url: URL, schema: freshSchema() });
+    const db = postgresDatabase({ url: TEST_URL, schema: freshSchema() });
     try {
       await db.migrate();
       const created = new Date('2026-11-22T10:11:12.345Z');
@@ -110,7 +114,7 @@ describe('postgresDatabase', () => {
   });
 
   it('rejects a schema name that is not a plain identifier, and fails fast when the server is unreachable', async () => {
-    expect(() => postgresDatabase({ url: URL, schema: 'x"; DROP TABLE y; --' })).toThrow(/schema/);
+    expect(() => postgresDatabase({ url: TEST_URL, schema: 'x"; DROP TABLE y; --' })).toThrow(/schema/);
     // Port 1 on loopback refuses at once: the error surfaces from ping(), within the connect timeout.
     const down = postgresDatabase({ url: 'postgres://postgres@127.0.0.1:1/test', connectTimeoutMs: 1000 });
     try {
@@ -121,13 +125,53 @@ describe('postgresDatabase', () => {
   });
 
   it('openDatabase picks PostgreSQL when DATABASE_URL is set, migrated and ready', async () => {
-    const config = loadConfig({ DATABASE_URL: URL, COMPRESSO_DATA_DIR: '/nonexistent/never-created' });
+    const config = loadConfig({ DATABASE_URL: TEST_URL, COMPRESSO_DATA_DIR: '/nonexistent/never-created' });
     const db = await openDatabase(config, { schema: freshSchema() });
     try {
       expect(db.kind).toBe('postgres');
       expect(await db.countAccounts()).toBe(0);
     } finally {
       await db.close();
+    }
+  });
+});
+
+describe('README', () => {
+  it('the PostgreSQL snippet runs as written against its own database', async () => {
+    const here = dirname(fileURLToPath(import.meta.url));
+    const readme = readFileSync(join(here, '..', 'README.md'), 'utf8');
+    const snippet = /### PostgreSQL[^\n]*\n+```ts\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(snippet).toContain("from '@compresso/runtime/postgres'");
+    const database = `cmp_readme_${run}`;
+    await admin.query(`CREATE DATABASE "${database}"`);
+    // Inside the package, so the import resolves exactly as it does for a user of the package.
+    const file = join(here, '..', `.readme-snippet-${run}.ts`);
+    writeFileSync(file, snippet!);
+    try {
+      const url = new URL(TEST_URL);
+      url.pathname = `/${database}`;
+      const stdout = await new Promise<string>((resolve, reject) => {
+        execFile(
+          process.execPath,
+          [file],
+          { env: { ...process.env, DATABASE_URL: url.toString() } },
+          (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out)),
+        );
+      });
+      expect(stdout).toBe('postgres 0\n');
+      const check = new pg.Client({ connectionString: url.toString() });
+      await check.connect();
+      try {
+        const { rows } = await check.query(
+          "SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'compresso'",
+        );
+        expect(rows[0].n).toBeGreaterThanOrEqual(6);
+      } finally {
+        await check.end();
+      }
+    } finally {
+      rmSync(file, { force: true });
+      await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
     }
   });
 });
