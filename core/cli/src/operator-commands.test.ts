@@ -34,6 +34,11 @@ describe('operator commands', () => {
     expect(promo.status).toBe(0);
     expect(JSON.parse(promo.stdout)).toMatchObject({ code: 'WELCOME', plan: 'pro', maxUses: 1, uses: 0 });
     expect((await cli('promo', 'create', 'BAD', '--uses', 'zero')).status).toBe(2);
+    expect((await cli('promo', 'create', 'BAD', '--expires', '2027-02-30')).status).toBe(2);
+    const through = JSON.parse(
+      (await cli('promo', 'create', 'JAN', '--expires', '2099-01-31', '--json')).stdout,
+    );
+    expect(through.expiresAt).toBe('2099-02-01T00:00:00.000Z');
 
     const plan = await cli('account', 'plan', 'op@example.com', '--promo', 'WELCOME');
     expect(plan.stdout).toBe('Account op@example.com is now on the pro plan.\n');

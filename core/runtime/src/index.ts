@@ -30,6 +30,7 @@ export {
   MAX_ACTIVE_KEYS,
   MAX_KEY_NAME,
   type PromoInput,
+  promoExpiry,
   requireAccount,
   revokeApiKey,
   viewOf,

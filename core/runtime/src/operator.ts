@@ -52,8 +52,29 @@ export interface PromoInput {
   plan?: PlanId;
   /** How many accounts may redeem it. Default 1. */
   uses?: number;
-  /** After this moment the code no longer works. Default: never. */
+  /**
+   * When the code stops working. A moment (Date, or an ISO string with a time) is taken as it is; a
+   * bare date `YYYY-MM-DD` means the code works through that UTC day, as people read "expires 31 Jan".
+   * Default: never.
+   */
   expiresAt?: Date | string | null;
+}
+
+const BARE_DATE = /^\s*(\d{4})-(\d{2})-(\d{2})\s*$/;
+
+/** The moment a promo code stops working, or undefined when `value` is not a date. */
+export function promoExpiry(value: Date | string): Date | undefined {
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? undefined : value;
+  const bare = BARE_DATE.exec(value);
+  if (bare) {
+    const [y, m, d] = [Number(bare[1]), Number(bare[2]), Number(bare[3])];
+    const start = new Date(Date.UTC(y, m - 1, d));
+    // Reject dates that roll over (2027-02-30) instead of silently moving them.
+    if (start.getUTCMonth() !== m - 1 || start.getUTCDate() !== d) return undefined;
+    return new Date(Date.UTC(y, m - 1, d + 1));
+  }
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? undefined : date;
 }
 
 export async function createPromoCode(db: Database, input: PromoInput, now = new Date()): Promise<PromoCode> {
@@ -68,8 +89,8 @@ export async function createPromoCode(db: Database, input: PromoInput, now = new
     problems.push(`uses: expected a whole number ≥ 1, received ${JSON.stringify(uses)}`);
   let expiresAt: string | null = null;
   if (input.expiresAt != null) {
-    const date = input.expiresAt instanceof Date ? input.expiresAt : new Date(input.expiresAt);
-    if (Number.isNaN(date.getTime()))
+    const date = promoExpiry(input.expiresAt);
+    if (date === undefined)
       problems.push(
         `expires: expected a date (e.g. 2027-01-31), received ${JSON.stringify(input.expiresAt)}`,
       );

@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateKeySecret, hashKey, looksLikeKey, sameHash } from './api-keys.ts';
 import { describeDatabaseBattery } from './database-battery.ts';
-import { createAccount, createApiKey } from './operator.ts';
+import { applyPromo, createAccount, createApiKey, createPromoCode, promoExpiry } from './operator.ts';
 import { nextReset, quotaDay, secondsUntilReset } from './plans.ts';
 import { sqliteDatabase } from './sqlite.ts';
 
@@ -90,6 +90,29 @@ describe('sqliteDatabase', () => {
     );
     expect(counts.reduce((s, n) => s + n, 0)).toBe(500);
     expect(await db.usageOn(account.id, '2026-11-22')).toBe(500);
+    await db.close();
+  });
+});
+
+describe('promo expiry', () => {
+  it('a bare date means through the end of that UTC day; a time is exact; impossible dates are refused', () => {
+    expect(promoExpiry('2027-01-31')?.toISOString()).toBe('2027-02-01T00:00:00.000Z');
+    expect(promoExpiry('2027-12-31')?.toISOString()).toBe('2028-01-01T00:00:00.000Z');
+    expect(promoExpiry('2027-01-31T12:00:00Z')?.toISOString()).toBe('2027-01-31T12:00:00.000Z');
+    expect(promoExpiry('2027-02-30')).toBeUndefined();
+    expect(promoExpiry('soon')).toBeUndefined();
+  });
+
+  it('a code expiring "2026-11-22" still works late on the 22nd and not on the 23rd', async () => {
+    const db = sqliteDatabase({ path: ':memory:' });
+    await db.migrate();
+    await createAccount(db, 'late@x.io');
+    await createAccount(db, 'later@x.io');
+    await createPromoCode(db, { code: 'LASTDAY', uses: 5, expiresAt: '2026-11-22' });
+    expect((await applyPromo(db, 'late@x.io', 'LASTDAY', new Date('2026-11-22T23:59:00Z'))).plan).toBe('pro');
+    await expect(applyPromo(db, 'later@x.io', 'LASTDAY', new Date('2026-11-23T00:00:01Z'))).rejects.toThrow(
+      /expired/,
+    );
     await db.close();
   });
 });

@@ -1,4 +1,4 @@
-import { createPromoCode, isPlanId, PLAN_IDS } from '@compresso/runtime';
+import { createPromoCode, isPlanId, PLAN_IDS, promoExpiry } from '@compresso/runtime';
 import { type Command, InvalidArgumentError } from 'commander';
 import { contextOf } from '../context.ts';
 import { dataDirOption, withDatabase, writeJson } from '../data.ts';
@@ -15,7 +15,7 @@ function parsePlan(value: string): string {
 }
 
 function parseDate(value: string): string {
-  if (Number.isNaN(new Date(value).getTime())) {
+  if (promoExpiry(value) === undefined) {
     throw new InvalidArgumentError('Expected a date such as 2027-01-31 or 2027-01-31T12:00:00Z.');
   }
   return value;
@@ -33,7 +33,7 @@ export function register(program: Command): void {
       .option('--uses <n>', 'how many accounts may redeem it', parseUses, 1)
       .option(
         '--expires <date>',
-        'the moment it stops working (ISO date; a bare date means 00:00 UTC)',
+        'last day it works (YYYY-MM-DD: through the end of that UTC day), or an exact ISO time',
         parseDate,
       )
       .option('--json', 'print the promo code as JSON'),
