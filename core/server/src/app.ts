@@ -158,7 +158,7 @@ export function createApp(deps: AppDeps): express.Express {
   };
 
   const runEngine = async (req: Request, res: Response) => {
-    const upload = await readUpload(req, res, uploadLimits);
+    const upload = await readUpload(req, res, { ...uploadLimits, owner: authOf(res).account.id });
     if (!upload.file) {
       throw new CompressoError('MISSING_FILE', 'file: expected an image in a multipart part named "file".');
     }

@@ -16,6 +16,8 @@ export interface UploadLimits {
   idleTimeoutMs: number;
   /** Shared by every request: the upload bytes all of them may hold at once. */
   budget?: UploadBudget;
+  /** Whose upload this is (the account id), for the budget's per-account share. */
+  owner?: string;
 }
 
 /** Room for the multipart framing and the option fields around a file of exactly maxBytes. */
@@ -47,19 +49,24 @@ export function readUpload(req: IncomingMessage, res: ServerResponse, limits: Up
   if (limits.budget) {
     // Reserve before the 100 Continue and before reading a byte. A declared length is what the body
     // may hold; a chunked body of unknown length may grow to the whole limit, so it reserves that.
-    const release = limits.budget.tryReserve(Number.isFinite(declared) ? declared : limits.maxBytes);
-    if (!release) {
+    const reservation = limits.budget.tryReserve(
+      Number.isFinite(declared) ? declared : limits.maxBytes,
+      limits.owner,
+    );
+    if (!reservation.ok) {
       res.setHeader('Retry-After', String(BUSY_RETRY_AFTER_SECONDS));
       return Promise.reject(
         new CompressoError(
           'SERVICE_UNAVAILABLE',
-          `The server is holding as many uploads as it can; retry in ${BUSY_RETRY_AFTER_SECONDS} s.`,
-          { details: { retry_after_seconds: BUSY_RETRY_AFTER_SECONDS } },
+          reservation.reason === 'account'
+            ? `This account's uploads in flight already hold its share of the server's memory (${limits.budget.accountLimit} bytes); retry in ${BUSY_RETRY_AFTER_SECONDS} s, or send fewer at once.`
+            : `The server is holding as many uploads as it can; retry in ${BUSY_RETRY_AFTER_SECONDS} s.`,
+          { details: { retry_after_seconds: BUSY_RETRY_AFTER_SECONDS, limit: reservation.reason } },
         ),
       );
     }
     // Held until the answer is done, not just the upload: the buffered image lives through the engine.
-    res.once('close', release);
+    res.once('close', reservation.release);
   }
   sendContinue(req, res);
 

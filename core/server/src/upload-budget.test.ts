@@ -9,24 +9,49 @@ const tmp = tempDir();
 afterAll(() => tmp.cleanup());
 
 describe('createUploadBudget', () => {
+  const take = (budget: ReturnType<typeof createUploadBudget>, bytes: number, owner?: string) => {
+    const r = budget.tryReserve(bytes, owner);
+    return r.ok ? r.release : r.reason;
+  };
+
   it('admits uploads while their bytes fit, always admits one alone, and releases once', () => {
     const budget = createUploadBudget(100);
-    const a = budget.tryReserve(60);
+    const a = take(budget, 60);
     expect(a).toBeTypeOf('function');
-    expect(budget.tryReserve(50)).toBeUndefined();
-    const b = budget.tryReserve(40);
+    expect(take(budget, 50)).toBe('server');
+    const b = take(budget, 40);
     expect(budget).toMatchObject({ reserved: 100, uploads: 2 });
-    a!();
-    a!();
+    (a as () => void)();
+    (a as () => void)();
     expect(budget).toMatchObject({ reserved: 40, uploads: 1 });
-    b!();
+    (b as () => void)();
     // Larger than the whole budget, but nothing else is in flight: admitted rather than refused forever.
-    const big = budget.tryReserve(500);
+    const big = take(budget, 500);
     expect(big).toBeTypeOf('function');
-    expect(budget.tryReserve(1)).toBeUndefined();
-    big!();
+    expect(take(budget, 1)).toBe('server');
+    (big as () => void)();
     expect(budget).toMatchObject({ reserved: 0, uploads: 0 });
     expect(() => createUploadBudget(0)).toThrow(RangeError);
+  });
+
+  it('one account holds at most half the budget, leaving the rest to the others', () => {
+    const budget = createUploadBudget(1000);
+    expect(budget.accountLimit).toBe(500);
+    const a1 = take(budget, 300, 'acc_a');
+    const a2 = take(budget, 200, 'acc_a');
+    expect(take(budget, 1, 'acc_a')).toBe('account');
+    expect(budget.reservedBy('acc_a')).toBe(500);
+    // Another account still gets the other half; past it the whole server is full.
+    const b1 = take(budget, 450, 'acc_b');
+    expect(b1).toBeTypeOf('function');
+    expect(take(budget, 100, 'acc_c')).toBe('server');
+    (a1 as () => void)();
+    expect(take(budget, 100, 'acc_a')).toBeTypeOf('function');
+    // An account's first upload is bound only by the whole budget (one upload may exceed half).
+    const solo = createUploadBudget(1000);
+    expect(take(solo, 800, 'acc_s')).toBeTypeOf('function');
+    expect(take(solo, 10, 'acc_s')).toBe('account');
+    for (const r of [a2, b1]) (r as () => void)();
   });
 
   it('config: 512 MiB by default (or the upload limit if larger); never below the upload limit', () => {
@@ -82,26 +107,31 @@ describe('upload memory budget over HTTP', () => {
       overrides: { maxUploadBytes: 100_000, uploadMemoryBytes: 150_000, idleTimeoutMs: 20_000 },
     });
     try {
-      const { key, accountId } = await proAccount(srv.db, 'budget@example.com');
+      const a = await proAccount(srv.db, 'budget-a@example.com');
+      const b = await proAccount(srv.db, 'budget-b@example.com');
       const jpeg = await smallJpeg();
-      const held = stalledChunkedUpload(srv.url, key);
+      const post = (key: string, body: FormData, path = 'compress') =>
+        fetch(`${srv.url}/api/v1/${path}`, { method: 'POST', headers: bearer(key), body });
+      // Account A's chunked upload reserves the whole upload limit (100 000 of 150 000 bytes).
+      const held = stalledChunkedUpload(srv.url, a.key);
       await held.continued;
-      // 100 000 of 150 000 bytes are reserved; a declared 60 kB body does not fit, a 1 kB one does.
-      const big = await fetch(`${srv.url}/api/v1/compress`, {
-        method: 'POST',
-        headers: bearer(key),
-        body: form(Buffer.concat([jpeg, Buffer.alloc(60_000)])),
-      });
+
+      // A is past its share (half the budget): even a tiny upload of A's waits.
+      const mine = await post(a.key, form(jpeg), 'info');
+      expect(mine.status).toBe(503);
+      expect(((await mine.json()) as { error: { details: { limit: string } } }).error.details.limit).toBe(
+        'account',
+      );
+      // B's declared 60 kB does not fit in what is left of the server; B's 1 kB does.
+      const big = await post(b.key, form(Buffer.concat([jpeg, Buffer.alloc(60_000)])));
       expect(big.status).toBe(503);
       expect(big.headers.get('retry-after')).toBe('2');
-      const body = (await big.json()) as { error: { code: string; request_id: string } };
-      expect(body.error.code).toBe('SERVICE_UNAVAILABLE');
+      const body = (await big.json()) as {
+        error: { code: string; request_id: string; details: { limit: string } };
+      };
+      expect(body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', details: { limit: 'server' } });
       expect(body.error.request_id).toBe(big.headers.get('x-request-id'));
-      const small = await fetch(`${srv.url}/api/v1/info`, {
-        method: 'POST',
-        headers: bearer(key),
-        body: form(jpeg),
-      });
+      const small = await post(b.key, form(jpeg), 'info');
       expect(small.status).toBe(200);
 
       // A client that waits for 100 Continue is refused before it sends any of its body.
@@ -110,7 +140,7 @@ describe('upload memory budget over HTTP', () => {
         const req = request(`${srv.url}/api/v1/compress`, {
           method: 'POST',
           headers: {
-            ...bearer(key),
+            ...bearer(b.key),
             'content-type': 'multipart/form-data; boundary=x',
             'content-length': '90000',
             expect: '100-continue',
@@ -129,20 +159,15 @@ describe('upload memory budget over HTTP', () => {
       });
       expect(refused).toEqual({ status: 503, continued: false });
 
-      // 503 is our side's refusal: it is given back. Counted: the stalled upload, the 200 and this call.
-      const usage = await fetch(`${srv.url}/api/v1/usage`, { headers: bearer(key) });
-      expect(((await usage.json()) as { used: number }).used).toBe(3);
-      expect(await srv.db.usageOn(accountId, quotaDay())).toBe(3);
+      // A 503 is our side's refusal and is given back: A counted the stalled upload only, B its 200.
+      expect(await srv.db.usageOn(a.accountId, quotaDay())).toBe(1);
+      expect(await srv.db.usageOn(b.accountId, quotaDay())).toBe(1);
 
       held.destroy();
       let after = 0;
       for (let i = 0; i < 50 && after !== 200; i++) {
         await new Promise((r) => setTimeout(r, 20));
-        const res = await fetch(`${srv.url}/api/v1/compress`, {
-          method: 'POST',
-          headers: bearer(key),
-          body: form(Buffer.concat([jpeg, Buffer.alloc(60_000)])),
-        });
+        const res = await post(b.key, form(Buffer.concat([jpeg, Buffer.alloc(60_000)])));
         await res.arrayBuffer();
         after = res.status;
         expect([200, 503]).toContain(after);
