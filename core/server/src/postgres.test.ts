@@ -39,6 +39,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
+  await admin.query(`DROP DATABASE IF EXISTS "${dbName}_start" WITH (FORCE)`);
   await admin.end();
 });
 
@@ -145,7 +146,11 @@ describe('server on PostgreSQL, two processes', () => {
         done();
       },
     });
-    const env = { DATABASE_URL, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' };
+    // A database of its own: the first start must find it empty.
+    await admin.query(`CREATE DATABASE "${dbName}_start"`);
+    const startUrl = new URL(DATABASE_URL);
+    startUrl.pathname = `/${dbName}_start`;
+    const env = { DATABASE_URL: startUrl.toString(), PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' };
     const first = await startServer({
       env,
       handleSignals: false,
@@ -161,6 +166,10 @@ describe('server on PostgreSQL, two processes', () => {
       await first.close();
     }
     expect(lines.join('')).toContain('"database":"postgres"');
+    // The first-start hint points the CLI at the same database without repeating the URL (it may hold a password).
+    const hint = lines.find((l) => l.includes('No accounts yet'));
+    expect(hint).toContain('with the same DATABASE_URL');
+    expect(lines.join('')).not.toContain(env.DATABASE_URL);
 
     const second = await startServer({ env, handleSignals: false, logger: silent });
     try {

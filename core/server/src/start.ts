@@ -94,7 +94,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
           'compresso keys create --account you@example.com --name laptop',
         ],
       },
-      `No accounts yet. Create the first account and API key with the CLI (same COMPRESSO_DATA_DIR=${config.dataDir}); the key is shown once by the last command.`,
+      // The CLI must reach the same database. The PostgreSQL URL is not repeated: it may hold a password.
+      `No accounts yet. Create the first account and API key with the CLI (${config.databaseUrl ? 'with the same DATABASE_URL' : `same COMPRESSO_DATA_DIR=${config.dataDir}`}); the key is shown once by the last command.`,
     );
   }
 
