@@ -7,8 +7,10 @@ import {
 } from '@compresso/schema';
 import sharp from 'sharp';
 import { createAutoEncoder } from './auto.ts';
+import { closeHeicDecoder } from './heic.ts';
 import { inspectImage } from './inspect.ts';
 import { type EngineLimits, resolveLimits } from './limits.ts';
+import { closeMetricPool } from './metric/index.ts';
 import { type AutoEncoder, type OptimizeOutput, optimizeImage } from './optimize.ts';
 import { Semaphore } from './semaphore.ts';
 
@@ -41,6 +43,12 @@ export interface Engine {
   optimize(input: Uint8Array, options?: CompressOptionsInput | CompressOptions): Promise<OptimizeOutput>;
   inspect(input: Uint8Array): Promise<ImageInspection>;
   stats(): EngineStats;
+  /**
+   * Wait for images in flight, then stop the HEIC decoder and metric worker threads. The pools are
+   * shared by every engine in the process, so call it once, at shutdown. Idle pools never keep the
+   * process alive, so short scripts need not call it.
+   */
+  close(): Promise<void>;
 }
 
 export function createEngine(config: EngineConfig = {}): Engine {
@@ -63,6 +71,11 @@ export function createEngine(config: EngineConfig = {}): Engine {
     },
     stats() {
       return { active: gate.active, waiting: gate.waiting, concurrency: gate.limit };
+    },
+    async close() {
+      // Taking every slot means every image already admitted has finished.
+      await Promise.all(Array.from({ length: gate.limit }, () => gate.run(async () => {})));
+      await Promise.all([closeHeicDecoder(), closeMetricPool()]);
     },
   };
 }
