@@ -51,4 +51,16 @@ describe('loadConfig', () => {
       expect(message).toContain(name);
     expect(message).toContain('"eighty"');
   });
+
+  it('never prints the password of a connection URL it refuses', () => {
+    let message = '';
+    try {
+      loadConfig({ DATABASE_URL: 'postgress://app:hunter2-secret@db.internal:5432/compresso' });
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toContain('DATABASE_URL');
+    expect(message).toContain('postgress://app:***@db.internal:5432/compresso');
+    expect(message).not.toContain('hunter2');
+  });
 });

@@ -93,6 +93,14 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * A connection URL's password must not reach stderr or a log through a config error: a typo'd scheme
+ * (`postgress://user:secret@…`) is exactly when the value gets printed.
+ */
+function withoutPassword(value: unknown): unknown {
+  return typeof value === 'string' ? value.replace(/(\/\/[^/@:\s]*):[^/@\s]*@/g, '$1:***@') : value;
+}
+
 type ConfigInput = { [K in keyof Config]?: Config[K] | string | undefined };
 
 export function loadConfig(
@@ -111,7 +119,7 @@ export function loadConfig(
       const key = String(issue.path[0]) as keyof Config;
       const source = overrides[key] !== undefined ? key : `${CONFIG_ENV[key] ?? key}`;
       const value = (raw as Record<string, unknown>)[key];
-      return `${source}: ${issue.message} (received ${JSON.stringify(value)})`;
+      return `${source}: ${issue.message} (received ${JSON.stringify(withoutPassword(value))})`;
     });
     throw new ConfigError(problems);
   }
