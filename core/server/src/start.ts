@@ -120,6 +120,9 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       await done;
       clearInterval(sweeper);
       clearTimeout(timer);
+      // An image whose client went away is still being worked on: let it finish (the engine's own
+      // time limit bounds it) and stop the HEIC/metric worker threads before the database closes.
+      await engine.close();
       await db.close();
       logger.info('stopped');
     })();
