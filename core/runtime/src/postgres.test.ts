@@ -67,6 +67,38 @@ describe('postgresDatabase', () => {
     }
   });
 
+  it('statements time out after statementTimeoutMs, but a migration waiting on another may take longer', async () => {
+    const schema = freshSchema();
+    const slow = postgresDatabase({ url: TEST_URL, schema, statementTimeoutMs: 200 });
+    const holder = await admin.connect();
+    try {
+      // Another "process" holds the migration lock for 600 ms, three times the statement limit.
+      await holder.query('BEGIN');
+      await holder.query('SELECT pg_advisory_xact_lock($1)', [0x636d7030]);
+      const migrated = slow.migrate();
+      await new Promise((r) => setTimeout(r, 600));
+      await holder.query('COMMIT');
+      await migrated;
+      expect(await slow.countAccounts()).toBe(0);
+      await expect(slow.ping()).resolves.toBeUndefined();
+      const stuck = await admin.connect();
+      try {
+        // A request-time statement stuck on a lock gives up at the limit instead of hanging.
+        await stuck.query('BEGIN');
+        await stuck.query(`LOCK TABLE "${schema}".accounts IN ACCESS EXCLUSIVE MODE`);
+        const started = Date.now();
+        await expect(slow.countAccounts()).rejects.toThrow(/statement timeout/);
+        expect(Date.now() - started).toBeLessThan(2000);
+      } finally {
+        await stuck.query('ROLLBACK');
+        stuck.release();
+      }
+    } finally {
+      holder.release();
+      await slow.close();
+    }
+  });
+
   it('quota stays exact with 600 calls spread over three pools (three server processes)', async () => {
     const schema = freshSchema();
     const dbs = Array.from({ length: 3 }, () => postgresDatabase({ url: TEST_URL, schema, poolSize: 4 }));

@@ -183,6 +183,9 @@ export function postgresDatabase(options: PostgresOptions): Database {
     kind: 'postgres',
     async migrate() {
       await transaction(async (client) => {
+        // The 10 s statement limit is for request-time point queries; a migration (or waiting for
+        // another process's) may take longer, so this transaction has none.
+        await client.query('SET LOCAL statement_timeout = 0');
         // Transaction-scoped: released by COMMIT/ROLLBACK even if this process dies mid-migration.
         // Taken before CREATE SCHEMA too: "IF NOT EXISTS" is not safe against a concurrent creator.
         await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
