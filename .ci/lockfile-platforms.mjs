@@ -11,24 +11,25 @@ const path = new URL('../package-lock.json', import.meta.url);
 const lock = JSON.parse(readFileSync(path, 'utf8'));
 const packages = lock.packages;
 
+const OS_PATTERNS = [
+  ['darwin', /darwin/],
+  ['win32', /win32|windows/],
+  ['android', /android/],
+  ['freebsd', /freebsd/],
+  ['openbsd', /openbsd/],
+  ['netbsd', /netbsd/],
+  ['linux', /linux/],
+];
+const CPU_PATTERNS = [
+  ['arm64', /arm64|aarch64/],
+  ['x64', /x64|-64$|amd64/],
+  ['arm', /arm/],
+];
+
 function platformOf(name) {
   const n = name.toLowerCase();
-  const os = /darwin/.test(n)
-    ? 'darwin'
-    : /win32|windows/.test(n)
-      ? 'win32'
-      : /android/.test(n)
-        ? 'android'
-        : /freebsd/.test(n)
-          ? 'freebsd'
-          : /openbsd/.test(n)
-            ? 'openbsd'
-            : /netbsd/.test(n)
-              ? 'netbsd'
-              : /linux/.test(n)
-                ? 'linux'
-                : undefined;
-  const cpu = /arm64|aarch64/.test(n) ? 'arm64' : /x64|-64$|amd64/.test(n) ? 'x64' : /arm/.test(n) ? 'arm' : undefined;
+  const os = OS_PATTERNS.find(([, re]) => re.test(n))?.[0];
+  const cpu = CPU_PATTERNS.find(([, re]) => re.test(n))?.[0];
   const entry = {};
   if (cpu) entry.cpu = [cpu];
   if (os) entry.os = [os];
