@@ -139,6 +139,7 @@ export function openApiDocument(config: Config): Json {
         'Compress and convert images. Every /api/v1 request except the documentation carries `Authorization: Bearer <API key>`; ' +
         `the Pro plan includes ${config.proDailyLimit} requests a day per account (all keys together), reset at 00:00 UTC. ` +
         'Every authenticated request counts, 4xx answers included; 401, 403, 429 and 5xx answers do not.',
+      license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [{ url: '/' }],
     security: [{ apiKey: [] }],
