@@ -2,6 +2,7 @@
  * Compresso benchmark: engine vs raw sharp vs Debian's reference encoders over the shared corpus,
  * per image kind. `npm run bench -- --help` for flags; test/bench/README.md for what the columns mean.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -53,6 +54,7 @@ const USAGE = `Usage: node test/bench/run.ts [flags]
   --no-reference         skip cwebp / avifenc / pngquant / ImageMagick
   --no-auto              skip quality "auto"
   --no-score             skip SSIMULACRA2 scoring
+  --no-http              skip the HTTP path (http.ts: POST /api/v1/compress vs the engine)
   --corpus DIR           image directory (default ../shared/corpus from the repo root)
   --out FILE             write the JSON here (and FILE.md) instead of test/bench/results/
   --help`;
@@ -97,6 +99,7 @@ function parseFlags() {
       reference: { type: 'boolean', default: true },
       auto: { type: 'boolean', default: true },
       score: { type: 'boolean', default: true },
+      http: { type: 'boolean', default: true },
       corpus: { type: 'string' },
       out: { type: 'string' },
       help: { type: 'boolean', default: false },
@@ -611,6 +614,12 @@ async function main() {
   }
   process.stdout.write(md);
   log(`bench: ${result.durationSeconds} s; results in ${jsonPath} (${statSync(jsonPath).size} bytes)`);
+  // The HTTP path (POST /api/v1/compress against the engine, http.ts) follows a full run; --quick
+  // and --no-http leave it out.
+  if (parsed.http && !quick) {
+    const http = spawnSync(process.execPath, [join(HERE, 'http.ts')], { stdio: 'inherit' });
+    if (http.status !== 0) process.exitCode = http.status ?? 1;
+  }
 }
 
 await main();
