@@ -13,7 +13,9 @@ describe('loadConfig', () => {
       logLevel: 'info',
       maxUploadBytes: 50 * 1024 * 1024,
       proDailyLimit: 500,
+      visitorDailyLimit: 20,
     });
+    expect(loadConfig({ COMPRESSO_VISITOR_DAILY_LIMIT: '0' }).visitorDailyLimit).toBe(0);
   });
 
   it('reads the environment, and explicit overrides win over it', () => {

@@ -38,6 +38,11 @@ export interface Config {
   idleTimeoutMs: number;
   /** Daily API requests of the Pro plan (COMPRESSO_PRO_DAILY_LIMIT). */
   proDailyLimit: number;
+  /**
+   * Images a day the web compressor gives people without the Pro plan, per client network
+   * (COMPRESSO_VISITOR_DAILY_LIMIT); 0 turns the allowance off.
+   */
+  visitorDailyLimit: number;
   /** Images processed at once by the engine (COMPRESSO_CONCURRENCY); default: the engine's (cores). */
   concurrency: number | undefined;
   /** Longest wait for in-flight requests on SIGINT/SIGTERM, in ms (COMPRESSO_SHUTDOWN_TIMEOUT_MS). */
@@ -64,6 +69,7 @@ const ConfigSchema = z.object({
   requestTimeoutMs: intFrom(1000, 3_600_000).default(60_000),
   idleTimeoutMs: intFrom(100, 600_000).default(15_000),
   proDailyLimit: intFrom(1, 100_000_000).default(500),
+  visitorDailyLimit: intFrom(0, 1_000_000).default(20),
   concurrency: intFrom(1, 256).optional(),
   shutdownTimeoutMs: intFrom(0, 600_000).default(30_000),
 });
@@ -80,6 +86,7 @@ export const CONFIG_ENV: Record<keyof Config, string> = {
   requestTimeoutMs: 'COMPRESSO_REQUEST_TIMEOUT_MS',
   idleTimeoutMs: 'COMPRESSO_IDLE_TIMEOUT_MS',
   proDailyLimit: 'COMPRESSO_PRO_DAILY_LIMIT',
+  visitorDailyLimit: 'COMPRESSO_VISITOR_DAILY_LIMIT',
   concurrency: 'COMPRESSO_CONCURRENCY',
   shutdownTimeoutMs: 'COMPRESSO_SHUTDOWN_TIMEOUT_MS',
 };

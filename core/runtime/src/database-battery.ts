@@ -144,5 +144,32 @@ export function describeDatabaseBattery(name: string, open: () => Promise<Databa
         expect(await db.usageOn(a.id, '2026-11-22')).toBe(500);
       }),
     );
+
+    it(
+      'visitor allowance: counts to the limit per visitor and day, refunds, prunes old days, holds under concurrency',
+      withDb(async (db) => {
+        const seq = [];
+        for (let i = 0; i < 4; i++) seq.push(await db.consumeVisitorQuota('v1', '2026-11-22', 3));
+        expect(seq.map((r) => [r.allowed, r.used])).toEqual([
+          [true, 1],
+          [true, 2],
+          [true, 3],
+          [false, 3],
+        ]);
+        expect((await db.consumeVisitorQuota('v2', '2026-11-22', 3)).used).toBe(1);
+        expect((await db.consumeVisitorQuota('v1', '2026-11-23', 3)).used).toBe(1);
+        await db.refundVisitorQuota('v1', '2026-11-22');
+        expect(await db.consumeVisitorQuota('v1', '2026-11-22', 3)).toEqual({ allowed: true, used: 3 });
+        expect(await db.consumeVisitorQuota('v3', '2026-11-22', 0)).toEqual({ allowed: false, used: 0 });
+        await db.pruneVisitorUsage('2026-11-23');
+        // The pruned day starts again from nothing; the kept day keeps its count.
+        expect((await db.consumeVisitorQuota('v1', '2026-11-22', 3)).used).toBe(1);
+        expect((await db.consumeVisitorQuota('v1', '2026-11-23', 3)).used).toBe(2);
+        const burst = await Promise.all(
+          Array.from({ length: 60 }, () => db.consumeVisitorQuota('burst', '2026-11-22', 20)),
+        );
+        expect(burst.filter((r) => r.allowed)).toHaveLength(20);
+      }),
+    );
   });
 }

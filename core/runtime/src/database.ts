@@ -89,6 +89,17 @@ export interface Database {
   /** Give back one counted request (a request that failed through our fault). */
   refundQuota(accountId: string, day: string): Promise<void>;
   usageOn(accountId: string, day: string): Promise<number>;
+
+  /**
+   * The web compressor's allowance for people without the Pro plan: count one image for `visitor`
+   * (an opaque key the server derives, e.g. a hash of the client's network) on `day` if below
+   * `limit`, atomically, like consumeQuota. Kept apart from usage_daily, whose rows are accounts'.
+   */
+  consumeVisitorQuota(visitor: string, day: string, limit: number): Promise<QuotaResult>;
+  /** Give back one counted image (it failed through our fault). */
+  refundVisitorQuota(visitor: string, day: string): Promise<void>;
+  /** Forget visitor counts of days before `day`: they are never read again. */
+  pruneVisitorUsage(beforeDay: string): Promise<void>;
 }
 
 /** A unique constraint was hit (email, promo code). */

@@ -76,6 +76,18 @@ const MIGRATIONS: { version: number; sql: string }[] = [
       );
     `,
   },
+  {
+    // Version 4: the web compressor's visitor allowance (2 and 3 belong to other changes; gaps are fine).
+    version: 4,
+    sql: `
+      CREATE TABLE visitor_usage_daily (
+        visitor text NOT NULL,
+        day date NOT NULL,
+        count integer NOT NULL,
+        PRIMARY KEY (visitor, day)
+      );
+    `,
+  },
 ];
 
 /** Any fixed number: it names "Compresso migrations" among the advisory locks of a shared database. */
@@ -369,6 +381,36 @@ export function postgresDatabase(options: PostgresOptions): Database {
         day,
       ]);
       return row ? Number(row.count) : 0;
+    },
+
+    async consumeVisitorQuota(visitor, day, limit): Promise<QuotaResult> {
+      const usage = async () => {
+        const row = await one('SELECT count FROM visitor_usage_daily WHERE visitor = $1 AND day = $2', [
+          visitor,
+          day,
+        ]);
+        return row ? Number(row.count) : 0;
+      };
+      if (limit < 1) return { allowed: false, used: await usage() };
+      // The same single statement as consumeQuota: the row lock serialises concurrent callers.
+      const row = await one(
+        `INSERT INTO visitor_usage_daily (visitor, day, count) VALUES ($1, $2, 1)
+         ON CONFLICT (visitor, day) DO UPDATE SET count = visitor_usage_daily.count + 1
+         WHERE visitor_usage_daily.count < $3
+         RETURNING count`,
+        [visitor, day, limit],
+      );
+      if (row) return { allowed: true, used: Number(row.count) };
+      return { allowed: false, used: await usage() };
+    },
+    async refundVisitorQuota(visitor, day) {
+      await query(
+        'UPDATE visitor_usage_daily SET count = count - 1 WHERE visitor = $1 AND day = $2 AND count > 0',
+        [visitor, day],
+      );
+    },
+    async pruneVisitorUsage(beforeDay) {
+      await query('DELETE FROM visitor_usage_daily WHERE day < $1', [beforeDay]);
     },
   };
   return database;

@@ -68,6 +68,18 @@ const MIGRATIONS: { version: number; sql: string }[] = [
       );
     `,
   },
+  {
+    // Version 4: the web compressor's visitor allowance (2 and 3 belong to other changes; gaps are fine).
+    version: 4,
+    sql: `
+      CREATE TABLE visitor_usage_daily (
+        visitor TEXT NOT NULL,
+        day TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (visitor, day)
+      );
+    `,
+  },
 ];
 
 type Row = Record<string, SQLInputValue>;
@@ -332,6 +344,32 @@ export function sqliteDatabase(options: SqliteOptions = {}): Database {
         day,
       ) as Row | undefined;
       return row ? Number(row.count) : 0;
+    },
+
+    async consumeVisitorQuota(visitor, day, limit): Promise<QuotaResult> {
+      const usage = () => {
+        const row = stmt('SELECT count FROM visitor_usage_daily WHERE visitor = ? AND day = ?').get(
+          visitor,
+          day,
+        ) as Row | undefined;
+        return row ? Number(row.count) : 0;
+      };
+      if (limit < 1) return { allowed: false, used: usage() };
+      const row = stmt(
+        `INSERT INTO visitor_usage_daily (visitor, day, count) VALUES (?, ?, 1)
+         ON CONFLICT (visitor, day) DO UPDATE SET count = count + 1 WHERE count < ?
+         RETURNING count`,
+      ).get(visitor, day, limit) as Row | undefined;
+      if (row) return { allowed: true, used: Number(row.count) };
+      return { allowed: false, used: usage() };
+    },
+    async refundVisitorQuota(visitor, day) {
+      stmt(
+        'UPDATE visitor_usage_daily SET count = count - 1 WHERE visitor = ? AND day = ? AND count > 0',
+      ).run(visitor, day);
+    },
+    async pruneVisitorUsage(beforeDay) {
+      stmt('DELETE FROM visitor_usage_daily WHERE day < ?').run(beforeDay);
     },
   };
   return database;
