@@ -11,20 +11,14 @@ import {
   revokeApiKey,
   secondsUntilReset,
 } from '@compresso/runtime';
-import {
-  CompressoError,
-  FILE_EXTENSIONS,
-  type InfoResult,
-  MIME_TYPES,
-  parseCompressOptions,
-} from '@compresso/schema';
+import { CompressoError } from '@compresso/schema';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { authOf, requireApiKey } from './auth.ts';
+import { compressUpload, sendCompressed, setInfoHeaders } from './compress-response.ts';
 import { docsPage } from './docs.ts';
 import { errorHandler, sendError } from './errors.ts';
 import { sendContinue } from './expect-continue.ts';
-import { readUpload } from './multipart.ts';
 import { openApiDocument } from './openapi.ts';
 import { createUploadBudget } from './upload-budget.ts';
 
@@ -52,34 +46,6 @@ const ROUTES: Record<string, string[]> = {
   '/healthz': ['GET'],
   '/readyz': ['GET'],
 };
-
-function outputName(uploaded: string | undefined, info: InfoResult): string {
-  const base = (uploaded ?? '')
-    .replace(/^.*[\\/]/, '')
-    .replace(/\.[^.]*$/, '')
-    .replace(/[^A-Za-z0-9._-]+/g, '_')
-    .replace(/^[._]+/, '')
-    .slice(0, 100);
-  return `${base || 'image'}.${FILE_EXTENSIONS[info.output_format]}`;
-}
-
-/** The compression facts as headers, so a client that streams the bytes to disk still gets them. */
-function setInfoHeaders(res: Response, info: InfoResult): void {
-  res.setHeader('X-Input-Size', String(info.input_size));
-  res.setHeader('X-Output-Size', String(info.output_size));
-  res.setHeader('X-Savings-Percent', String(info.savings_percent));
-  res.setHeader('X-Width', String(info.width));
-  res.setHeader('X-Height', String(info.height));
-  res.setHeader('X-Input-Width', String(info.input_width));
-  res.setHeader('X-Input-Height', String(info.input_height));
-  res.setHeader('X-Input-Format', info.input_format);
-  res.setHeader('X-Output-Format', info.output_format);
-  res.setHeader('X-Quality', String(info.quality));
-  res.setHeader('X-Auto-Quality', String(info.auto_quality));
-  res.setHeader('X-Optimized', String(info.optimized));
-  res.setHeader('X-Metadata-Stripped', String(info.metadata_stripped));
-  if (info.score !== undefined) res.setHeader('X-Score', String(info.score));
-}
 
 export function createApp(deps: AppDeps): express.Express {
   const { engine, db, logger, config } = deps;
@@ -157,25 +123,12 @@ export function createApp(deps: AppDeps): express.Express {
     budget: createUploadBudget(config.uploadMemoryBytes),
   };
 
-  const runEngine = async (req: Request, res: Response) => {
-    const upload = await readUpload(req, res, { ...uploadLimits, owner: authOf(res).account.id });
-    if (!upload.file) {
-      throw new CompressoError('MISSING_FILE', 'file: expected an image in a multipart part named "file".');
-    }
-    // Validate before queueing for the engine: a bad option is answered without touching sharp.
-    const options = parseCompressOptions(upload.fields);
-    const output = await engine.optimize(upload.file, options);
-    return { upload, output };
-  };
+  const runEngine = (req: Request, res: Response) =>
+    compressUpload(engine, req, res, { ...uploadLimits, owner: authOf(res).account.id });
 
   app.post('/api/v1/compress', auth, async (req, res) => {
     const { upload, output } = await runEngine(req, res);
-    setInfoHeaders(res, output.info);
-    const name = outputName(upload.filename, output.info);
-    res.setHeader('Content-Type', MIME_TYPES[output.info.output_format]);
-    res.setHeader('Content-Disposition', `attachment; filename="${name}"`);
-    res.setHeader('Content-Length', String(output.data.length));
-    res.end(output.data);
+    sendCompressed(res, upload, output);
   });
 
   app.post('/api/v1/info', auth, async (req, res) => {

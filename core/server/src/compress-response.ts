@@ -1,0 +1,69 @@
+import type { Engine, OptimizeOutput } from '@compresso/engine';
+import {
+  CompressoError,
+  FILE_EXTENSIONS,
+  type InfoResult,
+  MIME_TYPES,
+  parseCompressOptions,
+} from '@compresso/schema';
+import type { Request, Response } from 'express';
+import { readUpload, type Upload, type UploadLimits } from './multipart.ts';
+
+/**
+ * The one compress path shared by the API (`/api/v1/compress`, `/api/v1/info`) and the web
+ * compressor (`/web/compress`): read the multipart upload within the limits, validate the options,
+ * run the engine. Callers differ only in who they are (auth, quota) and how they answer.
+ */
+export async function compressUpload(
+  engine: Engine,
+  req: Request,
+  res: Response,
+  limits: UploadLimits,
+): Promise<{ upload: Upload; output: OptimizeOutput }> {
+  const upload = await readUpload(req, res, limits);
+  if (!upload.file) {
+    throw new CompressoError('MISSING_FILE', 'file: expected an image in a multipart part named "file".');
+  }
+  // Validate before queueing for the engine: a bad option is answered without touching sharp.
+  const options = parseCompressOptions(upload.fields);
+  const output = await engine.optimize(upload.file, options);
+  return { upload, output };
+}
+
+export function outputName(uploaded: string | undefined, info: InfoResult): string {
+  const base = (uploaded ?? '')
+    .replace(/^.*[\\/]/, '')
+    .replace(/\.[^.]*$/, '')
+    .replace(/[^A-Za-z0-9._-]+/g, '_')
+    .replace(/^[._]+/, '')
+    .slice(0, 100);
+  return `${base || 'image'}.${FILE_EXTENSIONS[info.output_format]}`;
+}
+
+/** The compression facts as headers, so a client that streams the bytes to disk still gets them. */
+export function setInfoHeaders(res: Response, info: InfoResult): void {
+  res.setHeader('X-Input-Size', String(info.input_size));
+  res.setHeader('X-Output-Size', String(info.output_size));
+  res.setHeader('X-Savings-Percent', String(info.savings_percent));
+  res.setHeader('X-Width', String(info.width));
+  res.setHeader('X-Height', String(info.height));
+  res.setHeader('X-Input-Width', String(info.input_width));
+  res.setHeader('X-Input-Height', String(info.input_height));
+  res.setHeader('X-Input-Format', info.input_format);
+  res.setHeader('X-Output-Format', info.output_format);
+  res.setHeader('X-Quality', String(info.quality));
+  res.setHeader('X-Auto-Quality', String(info.auto_quality));
+  res.setHeader('X-Optimized', String(info.optimized));
+  res.setHeader('X-Metadata-Stripped', String(info.metadata_stripped));
+  if (info.score !== undefined) res.setHeader('X-Score', String(info.score));
+}
+
+/** Answer with the compressed bytes, their type, a download name and the facts as headers. */
+export function sendCompressed(res: Response, upload: Upload, output: OptimizeOutput): void {
+  setInfoHeaders(res, output.info);
+  const name = outputName(upload.filename, output.info);
+  res.setHeader('Content-Type', MIME_TYPES[output.info.output_format]);
+  res.setHeader('Content-Disposition', `attachment; filename="${name}"`);
+  res.setHeader('Content-Length', String(output.data.length));
+  res.end(output.data);
+}
