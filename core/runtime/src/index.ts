@@ -7,6 +7,15 @@ export {
   newId,
   sameHash,
 } from './api-keys.ts';
+export {
+  type BlobBody,
+  type BlobInfo,
+  type BlobStore,
+  checkBlobKey,
+  checkBlobPrefix,
+  MAX_BLOB_KEY,
+  type PutBlobOptions,
+} from './blob-store.ts';
 export { CONFIG_ENV, type Config, ConfigError, loadConfig } from './config.ts';
 export {
   type Account,
@@ -39,4 +48,23 @@ export { isPlanId, nextReset, PLAN_IDS, type Plan, planOf, quotaDay, secondsUnti
 // postgresDatabase() is reached through openDatabase (DATABASE_URL) or the '@compresso/runtime/postgres'
 // entry, never from here: every CLI start imports this index, and the driver should load only when used.
 export type { PostgresOptions } from './postgres.ts';
+export {
+  type AddJobOptions,
+  backoffDelay,
+  type CloseWorkerOptions,
+  checkJobId,
+  type JobBackoff,
+  type JobContext,
+  type JobHandler,
+  type JobHandlers,
+  type JobProgress,
+  type JobQueue,
+  type JobState,
+  type JobView,
+  QUEUE_DEFAULTS,
+  type QueueCounts,
+  type QueueEvent,
+  type QueueWorker,
+  type WorkOptions,
+} from './queue.ts';
 export { type SqliteOptions, sqliteDatabase } from './sqlite.ts';
