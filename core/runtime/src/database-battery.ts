@@ -160,6 +160,8 @@ export function describeDatabaseBattery(name: string, open: () => Promise<Databa
         expect((await db.consumeVisitorQuota('v1', '2026-11-23', 3)).used).toBe(1);
         await db.refundVisitorQuota('v1', '2026-11-22');
         expect(await db.consumeVisitorQuota('v1', '2026-11-22', 3)).toEqual({ allowed: true, used: 3 });
+        expect(await db.visitorUsageOn('v1', '2026-11-22')).toBe(3);
+        expect(await db.visitorUsageOn('nobody', '2026-11-22')).toBe(0);
         expect(await db.consumeVisitorQuota('v3', '2026-11-22', 0)).toEqual({ allowed: false, used: 0 });
         await db.pruneVisitorUsage('2026-11-23');
         // The pruned day starts again from nothing; the kept day keeps its count.

@@ -98,6 +98,7 @@ export interface Database {
   consumeVisitorQuota(visitor: string, day: string, limit: number): Promise<QuotaResult>;
   /** Give back one counted image (it failed through our fault). */
   refundVisitorQuota(visitor: string, day: string): Promise<void>;
+  visitorUsageOn(visitor: string, day: string): Promise<number>;
   /** Forget visitor counts of days before `day`: they are never read again. */
   pruneVisitorUsage(beforeDay: string): Promise<void>;
 }

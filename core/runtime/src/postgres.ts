@@ -384,13 +384,7 @@ export function postgresDatabase(options: PostgresOptions): Database {
     },
 
     async consumeVisitorQuota(visitor, day, limit): Promise<QuotaResult> {
-      const usage = async () => {
-        const row = await one('SELECT count FROM visitor_usage_daily WHERE visitor = $1 AND day = $2', [
-          visitor,
-          day,
-        ]);
-        return row ? Number(row.count) : 0;
-      };
+      const usage = () => database.visitorUsageOn(visitor, day);
       if (limit < 1) return { allowed: false, used: await usage() };
       // The same single statement as consumeQuota: the row lock serialises concurrent callers.
       const row = await one(
@@ -408,6 +402,13 @@ export function postgresDatabase(options: PostgresOptions): Database {
         'UPDATE visitor_usage_daily SET count = count - 1 WHERE visitor = $1 AND day = $2 AND count > 0',
         [visitor, day],
       );
+    },
+    async visitorUsageOn(visitor, day) {
+      const row = await one('SELECT count FROM visitor_usage_daily WHERE visitor = $1 AND day = $2', [
+        visitor,
+        day,
+      ]);
+      return row ? Number(row.count) : 0;
     },
     async pruneVisitorUsage(beforeDay) {
       await query('DELETE FROM visitor_usage_daily WHERE day < $1', [beforeDay]);

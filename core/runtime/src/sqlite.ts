@@ -347,21 +347,22 @@ export function sqliteDatabase(options: SqliteOptions = {}): Database {
     },
 
     async consumeVisitorQuota(visitor, day, limit): Promise<QuotaResult> {
-      const usage = () => {
-        const row = stmt('SELECT count FROM visitor_usage_daily WHERE visitor = ? AND day = ?').get(
-          visitor,
-          day,
-        ) as Row | undefined;
-        return row ? Number(row.count) : 0;
-      };
-      if (limit < 1) return { allowed: false, used: usage() };
+      const usage = () => database.visitorUsageOn(visitor, day);
+      if (limit < 1) return { allowed: false, used: await usage() };
       const row = stmt(
         `INSERT INTO visitor_usage_daily (visitor, day, count) VALUES (?, ?, 1)
          ON CONFLICT (visitor, day) DO UPDATE SET count = count + 1 WHERE count < ?
          RETURNING count`,
       ).get(visitor, day, limit) as Row | undefined;
       if (row) return { allowed: true, used: Number(row.count) };
-      return { allowed: false, used: usage() };
+      return { allowed: false, used: await usage() };
+    },
+    async visitorUsageOn(visitor, day) {
+      const row = stmt('SELECT count FROM visitor_usage_daily WHERE visitor = ? AND day = ?').get(
+        visitor,
+        day,
+      ) as Row | undefined;
+      return row ? Number(row.count) : 0;
     },
     async refundVisitorQuota(visitor, day) {
       stmt(
