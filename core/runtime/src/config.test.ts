@@ -66,3 +66,59 @@ describe('loadConfig', () => {
     expect(message).not.toContain('hunter2');
   });
 });
+
+describe('loadConfig: queue and blob store', () => {
+  it('defaults to the in-process queue and files under the data directory', () => {
+    const config = loadConfig({ COMPRESSO_DATA_DIR: '/srv/compresso' });
+    expect(config.redisUrl).toBeUndefined();
+    expect(config.s3Bucket).toBeUndefined();
+    expect(config.blobDir).toBe('/srv/compresso/blobs');
+    expect(config).toMatchObject({ queuePrefix: 'compresso', workerConcurrency: 2, jobAttempts: 3 });
+    expect(config.s3ForcePathStyle).toBe(false);
+  });
+
+  it('reads REDIS_URL and the S3 variables; path-style URLs follow S3_ENDPOINT unless set', () => {
+    const config = loadConfig({
+      REDIS_URL: 'redis://127.0.0.1:6379/2',
+      S3_BUCKET: 'compresso-blobs',
+      S3_ENDPOINT: 'http://127.0.0.1:9000',
+      AWS_REGION: 'eu-west-3',
+      AWS_ACCESS_KEY_ID: 'AKIA0000',
+      AWS_SECRET_ACCESS_KEY: 'shh',
+    });
+    expect(config).toMatchObject({
+      redisUrl: 'redis://127.0.0.1:6379/2',
+      s3Bucket: 'compresso-blobs',
+      s3Endpoint: 'http://127.0.0.1:9000',
+      s3Region: 'eu-west-3',
+      s3ForcePathStyle: true,
+    });
+    expect(loadConfig({ S3_ENDPOINT: 'http://x:9000', S3_FORCE_PATH_STYLE: 'false' }).s3ForcePathStyle).toBe(
+      false,
+    );
+  });
+
+  it('lists every bad queue or S3 setting, without a Redis password or the secret key', () => {
+    let message = '';
+    try {
+      loadConfig({
+        REDIS_URL: 'http://user:pa55word@redis:6379',
+        S3_BUCKET: 'Not_A_Bucket',
+        S3_ENDPOINT: 'ftp://x',
+        S3_FORCE_PATH_STYLE: 'maybe',
+        COMPRESSO_QUEUE_PREFIX: 'a:b',
+      });
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    for (const name of [
+      'REDIS_URL',
+      'S3_BUCKET',
+      'S3_ENDPOINT',
+      'S3_FORCE_PATH_STYLE',
+      'COMPRESSO_QUEUE_PREFIX',
+    ])
+      expect(message).toContain(name);
+    expect(message).not.toContain('pa55word');
+  });
+});

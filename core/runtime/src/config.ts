@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 
 /**
@@ -47,6 +47,42 @@ export interface Config {
   concurrency: number | undefined;
   /** Longest wait for in-flight requests on SIGINT/SIGTERM, in ms (COMPRESSO_SHUTDOWN_TIMEOUT_MS). */
   shutdownTimeoutMs: number;
+  /** Redis URL for the BullMQ job queue (REDIS_URL); unset means the in-process queue. */
+  redisUrl: string | undefined;
+  /**
+   * Start of every Redis key Compresso's queues use (COMPRESSO_QUEUE_PREFIX), so several installs or
+   * test runs can share one Redis without seeing each other's jobs.
+   */
+  queuePrefix: string;
+  /** Jobs one worker runs at once (COMPRESSO_WORKER_CONCURRENCY); 2 matches a 2-core machine. */
+  workerConcurrency: number;
+  /** Runs a job gets in all before it lands in the dead letter (COMPRESSO_JOB_ATTEMPTS). */
+  jobAttempts: number;
+  /** First retry delay in ms, doubled for each later one (COMPRESSO_JOB_BACKOFF_MS). */
+  jobBackoffMs: number;
+  /**
+   * How long a BullMQ worker's claim on a job lasts without renewal, in ms (COMPRESSO_JOB_LOCK_MS).
+   * A worker renews it while alive; when one dies (SIGKILL, power loss) its jobs go to another worker
+   * after about this long. Shorter means faster takeover and more Redis traffic.
+   */
+  jobLockMs: number;
+  /** Directory of the filesystem blob store (COMPRESSO_BLOB_DIR); default `<dataDir>/blobs`. */
+  blobDir: string;
+  /** S3 bucket for the blob store (S3_BUCKET); unset means files in blobDir. */
+  s3Bucket: string | undefined;
+  /** Endpoint of an S3-compatible service (S3_ENDPOINT), e.g. MinIO; unset means AWS S3 itself. */
+  s3Endpoint: string | undefined;
+  /** Region (AWS_REGION); default us-east-1, which S3-compatible services accept. */
+  s3Region: string;
+  /** Access key id (AWS_ACCESS_KEY_ID); unset means the AWS SDK's usual credential chain. */
+  s3AccessKeyId: string | undefined;
+  /** Secret access key (AWS_SECRET_ACCESS_KEY); never logged. */
+  s3SecretAccessKey: string | undefined;
+  /**
+   * Path-style URLs, `endpoint/bucket/key` (S3_FORCE_PATH_STYLE): what most S3-compatible servers
+   * need. Default: on when S3_ENDPOINT is set, off for AWS.
+   */
+  s3ForcePathStyle: boolean;
 }
 
 const intFrom = (min: number, max: number) =>
@@ -72,6 +108,34 @@ const ConfigSchema = z.object({
   visitorDailyLimit: intFrom(0, 1_000_000).default(20),
   concurrency: intFrom(1, 256).optional(),
   shutdownTimeoutMs: intFrom(0, 600_000).default(30_000),
+  redisUrl: z
+    .string()
+    .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
+    .optional(),
+  queuePrefix: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'expected 1 to 64 letters, digits, _ or -')
+    .default('compresso'),
+  workerConcurrency: intFrom(1, 256).default(2),
+  jobAttempts: intFrom(1, 100).default(3),
+  jobBackoffMs: intFrom(0, 3_600_000).default(1000),
+  jobLockMs: intFrom(1000, 3_600_000).default(30_000),
+  blobDir: z.string().min(1).optional(),
+  s3Bucket: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'expected an S3 bucket name (3 to 63 of a-z, 0-9, . and -)')
+    .optional(),
+  s3Endpoint: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional(),
+  s3Region: z
+    .string()
+    .regex(/^[a-z0-9-]{1,64}$/, 'expected a region name such as us-east-1')
+    .default('us-east-1'),
+  s3AccessKeyId: z.string().min(1).optional(),
+  s3SecretAccessKey: z.string().min(1).optional(),
+  s3ForcePathStyle: z
+    .union([z.boolean(), z.enum(['true', 'false', '1', '0'], { error: 'expected true or false' })])
+    .transform((v) => v === true || v === 'true' || v === '1')
+    .optional(),
 });
 
 /** Environment variable behind each config field, for error messages and docs. */
@@ -89,6 +153,19 @@ export const CONFIG_ENV: Record<keyof Config, string> = {
   visitorDailyLimit: 'COMPRESSO_VISITOR_DAILY_LIMIT',
   concurrency: 'COMPRESSO_CONCURRENCY',
   shutdownTimeoutMs: 'COMPRESSO_SHUTDOWN_TIMEOUT_MS',
+  redisUrl: 'REDIS_URL',
+  queuePrefix: 'COMPRESSO_QUEUE_PREFIX',
+  workerConcurrency: 'COMPRESSO_WORKER_CONCURRENCY',
+  jobAttempts: 'COMPRESSO_JOB_ATTEMPTS',
+  jobBackoffMs: 'COMPRESSO_JOB_BACKOFF_MS',
+  jobLockMs: 'COMPRESSO_JOB_LOCK_MS',
+  blobDir: 'COMPRESSO_BLOB_DIR',
+  s3Bucket: 'S3_BUCKET',
+  s3Endpoint: 'S3_ENDPOINT',
+  s3Region: 'AWS_REGION',
+  s3AccessKeyId: 'AWS_ACCESS_KEY_ID',
+  s3SecretAccessKey: 'AWS_SECRET_ACCESS_KEY',
+  s3ForcePathStyle: 'S3_FORCE_PATH_STYLE',
 };
 
 export class ConfigError extends Error {
@@ -125,7 +202,7 @@ export function loadConfig(
     const problems = result.error.issues.map((issue) => {
       const key = String(issue.path[0]) as keyof Config;
       const source = overrides[key] !== undefined ? key : `${CONFIG_ENV[key] ?? key}`;
-      const value = (raw as Record<string, unknown>)[key];
+      const value = key === 's3SecretAccessKey' ? '[redacted]' : (raw as Record<string, unknown>)[key];
       return `${source}: ${issue.message} (received ${JSON.stringify(withoutPassword(value))})`;
     });
     throw new ConfigError(problems);
@@ -144,5 +221,12 @@ export function loadConfig(
     dataDir: resolve(data.dataDir),
     databaseUrl: data.databaseUrl,
     concurrency: data.concurrency,
+    redisUrl: data.redisUrl,
+    blobDir: resolve(data.blobDir ?? join(data.dataDir, 'blobs')),
+    s3Bucket: data.s3Bucket,
+    s3Endpoint: data.s3Endpoint,
+    s3AccessKeyId: data.s3AccessKeyId,
+    s3SecretAccessKey: data.s3SecretAccessKey,
+    s3ForcePathStyle: data.s3ForcePathStyle ?? data.s3Endpoint !== undefined,
   };
 }
