@@ -83,6 +83,27 @@ export interface Config {
    * need. Default: on when S3_ENDPOINT is set, off for AWS.
    */
   s3ForcePathStyle: boolean;
+  /**
+   * Bearer token of GET /metrics (METRICS_TOKEN), at least 16 characters; unset means /metrics
+   * answers 404, so process internals are never public by accident. Never logged.
+   */
+  metricsToken: string | undefined;
+  /**
+   * Batch items `compresso serve` works on itself, at once (COMPRESSO_WORKERS, `serve --workers`).
+   * Default: 1 with the in-process queue (nothing else could run its jobs), 0 with REDIS_URL (run
+   * `compresso worker` processes instead).
+   */
+  workers: number | undefined;
+  /** Most items in one batch job (COMPRESSO_MAX_BATCH_ITEMS). */
+  maxBatchItems: number;
+  /** Longest a batch's URL fetch may take, redirects included, in ms (COMPRESSO_FETCH_TIMEOUT_MS). */
+  fetchTimeoutMs: number;
+  /**
+   * Let batch URLs reach private, loopback and link-local addresses (COMPRESSO_FETCH_ALLOW_PRIVATE).
+   * Off by default: a URL the server fetches for a caller must not reach the server's own network
+   * (cloud metadata, databases). Only for tests and closed networks.
+   */
+  fetchAllowPrivate: boolean;
 }
 
 const intFrom = (min: number, max: number) =>
@@ -136,6 +157,14 @@ const ConfigSchema = z.object({
     .union([z.boolean(), z.enum(['true', 'false', '1', '0'], { error: 'expected true or false' })])
     .transform((v) => v === true || v === 'true' || v === '1')
     .optional(),
+  metricsToken: z.string().min(16, 'expected at least 16 characters').max(512).optional(),
+  workers: intFrom(0, 256).optional(),
+  maxBatchItems: intFrom(1, 10_000).default(500),
+  fetchTimeoutMs: intFrom(100, 600_000).default(30_000),
+  fetchAllowPrivate: z
+    .union([z.boolean(), z.enum(['true', 'false', '1', '0'], { error: 'expected true or false' })])
+    .transform((v) => v === true || v === 'true' || v === '1')
+    .default(false),
 });
 
 /** Environment variable behind each config field, for error messages and docs. */
@@ -166,6 +195,11 @@ export const CONFIG_ENV: Record<keyof Config, string> = {
   s3AccessKeyId: 'AWS_ACCESS_KEY_ID',
   s3SecretAccessKey: 'AWS_SECRET_ACCESS_KEY',
   s3ForcePathStyle: 'S3_FORCE_PATH_STYLE',
+  metricsToken: 'METRICS_TOKEN',
+  workers: 'COMPRESSO_WORKERS',
+  maxBatchItems: 'COMPRESSO_MAX_BATCH_ITEMS',
+  fetchTimeoutMs: 'COMPRESSO_FETCH_TIMEOUT_MS',
+  fetchAllowPrivate: 'COMPRESSO_FETCH_ALLOW_PRIVATE',
 };
 
 export class ConfigError extends Error {
@@ -202,7 +236,7 @@ export function loadConfig(
     const problems = result.error.issues.map((issue) => {
       const key = String(issue.path[0]) as keyof Config;
       const source = overrides[key] !== undefined ? key : `${CONFIG_ENV[key] ?? key}`;
-      const value = key === 's3SecretAccessKey' ? '[redacted]' : (raw as Record<string, unknown>)[key];
+      const value = key === 's3SecretAccessKey' || key === 'metricsToken' ? '[redacted]' : (raw as Record<string, unknown>)[key];
       return `${source}: ${issue.message} (received ${JSON.stringify(withoutPassword(value))})`;
     });
     throw new ConfigError(problems);
@@ -228,5 +262,7 @@ export function loadConfig(
     s3AccessKeyId: data.s3AccessKeyId,
     s3SecretAccessKey: data.s3SecretAccessKey,
     s3ForcePathStyle: data.s3ForcePathStyle ?? data.s3Endpoint !== undefined,
+    metricsToken: data.metricsToken,
+    workers: data.workers,
   };
 }
