@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Engine } from '@compresso/engine';
 import {
+  type BlobStore,
   type Config,
   createApiKey,
   type Database,
+  type JobQueue,
   type Logger,
   listApiKeys,
   MAX_KEY_NAME,
@@ -19,6 +21,7 @@ import { compressUpload, sendCompressed, setInfoHeaders } from './compress-respo
 import { docsPage } from './docs.ts';
 import { errorHandler, sendError } from './errors.ts';
 import { sendContinue } from './expect-continue.ts';
+import { createMetrics, type Metrics, metricsEndpoint } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
 import { createUploadBudget } from './upload-budget.ts';
 
@@ -27,6 +30,12 @@ export interface AppDeps {
   db: Database;
   logger: Logger;
   config: Config;
+  /** The job queue, for batch jobs and the queue-depth metrics; batch routes answer 503 without one. */
+  queue?: JobQueue;
+  /** Where batch originals and results live; needed with `queue`. */
+  blobs?: BlobStore;
+  /** Shared with the process's workers (job outcomes); made here when not given. */
+  metrics?: Metrics;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -45,6 +54,7 @@ const ROUTES: Record<string, string[]> = {
   '/api/v1/docs': ['GET'],
   '/healthz': ['GET'],
   '/readyz': ['GET'],
+  '/metrics': ['GET'],
 };
 
 export function createApp(deps: AppDeps): express.Express {
@@ -88,6 +98,10 @@ export function createApp(deps: AppDeps): express.Express {
     res.on('close', () => log(!res.writableFinished));
     next();
   });
+
+  const metrics = deps.metrics ?? createMetrics({ engine, queue: deps.queue, logger });
+  app.use(metrics.observe);
+  app.get('/metrics', metricsEndpoint(metrics, config.metricsToken));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
