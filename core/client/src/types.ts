@@ -1,0 +1,203 @@
+/**
+ * Public types of @compresso/client. They are written out here rather than imported from
+ * @compresso/schema so the published declarations stand alone (schema is zod and TypeScript source);
+ * `contract.test.ts` fails the build when they drift from the schema.
+ */
+
+/** Formats the server writes. `jpg` is accepted as an alias of `jpeg`, in any case. */
+export type OutputFormat = 'jpeg' | 'png' | 'webp' | 'avif' | 'gif';
+/** Formats the server reads. */
+export type InputFormat = OutputFormat | 'tiff' | 'heif';
+
+/**
+ * What the client accepts as an image: a file path, bytes, a Blob (or File), a Node readable stream
+ * or a web ReadableStream. Streams are read into memory once (up to `maxUploadBytes`) so a retry can
+ * send the same bytes again.
+ */
+export type ImageInput =
+  | string
+  | Uint8Array
+  | ArrayBuffer
+  | Blob
+  | NodeJS.ReadableStream
+  | ReadableStream<Uint8Array>;
+
+export interface ClientOptions {
+  /** Server address; default `COMPRESSO_BASE_URL`, then `http://localhost:3000`. */
+  baseUrl?: string;
+  /** Milliseconds one attempt may take, answer included (default 120 000). */
+  timeout?: number;
+  /** Retries after the first attempt for connection errors, 408, retryable 429 and 5xx (default 2). */
+  maxRetries?: number;
+  /** A fetch implementation (default: the global one; Node 16 without fetch uses node:http). */
+  fetch?: typeof fetch;
+  /** Largest upload the client will send, in bytes (default 50 MiB, the server's default limit). */
+  maxUploadBytes?: number;
+  /** Longest `Retry-After` the client waits for before giving up (seconds, default 60). */
+  maxRetryAfter?: number;
+  /** Environment to read `COMPRESSO_API_KEY` / `COMPRESSO_BASE_URL` from (default `process.env`). */
+  env?: Record<string, string | undefined>;
+}
+
+/** Per-call controls, accepted by every method. */
+export interface RequestOptions {
+  /** Cancels the call, including any wait between retries. */
+  signal?: AbortSignal;
+  /** Overrides the client's per-attempt timeout (ms). */
+  timeout?: number;
+  /** Overrides the client's `maxRetries`. */
+  maxRetries?: number;
+}
+
+/** Compression options, camelCase (the server's fields are snake_case). */
+export interface ImageOptions {
+  /** Output format; default the input's (HEIC/TIFF become jpeg). */
+  format?: OutputFormat | 'jpg' | Uppercase<OutputFormat | 'jpg'>;
+  /** 1–100 on one visual scale for every format, or `'auto'`. Server default 80. */
+  quality?: number | 'auto';
+  /** Fit inside a square of this many pixels, keeping the aspect ratio; never enlarges. */
+  maxDimension?: number;
+  /** Remove EXIF/XMP/IPTC (GPS included) after applying the orientation. Server default true. */
+  stripExif?: boolean;
+  /** Write an opaque PNG as JPEG when that saves at least 20% more (only without `format`). */
+  pngToJpeg?: boolean;
+  /** Name sent with byte/stream inputs (paths and Files send their own); default `image`. */
+  filename?: string;
+}
+
+export interface InfoOptions extends ImageOptions, RequestOptions {}
+
+export interface CompressOptions extends ImageOptions, RequestOptions {
+  /**
+   * Where to write the result. A file path; or an existing directory (or a path ending in `/`), to
+   * write `<input name>.<extension>` inside it; or `false` to write nothing. Default: for a path
+   * input, `<name>.compressed.<extension>` beside the input; for other inputs, nothing is written.
+   */
+  output?: string | false;
+  /** Allow `output` to be the input file itself (default false: refused with an error). */
+  overwrite?: boolean;
+}
+
+/** The server's `/api/v1/info` JSON, as it comes (snake_case). */
+export interface InfoResult {
+  input_size: number;
+  output_size: number;
+  savings_percent: number;
+  input_format: InputFormat;
+  output_format: OutputFormat;
+  input_width: number;
+  input_height: number;
+  width: number;
+  height: number;
+  quality: number;
+  auto_quality: boolean;
+  optimized: boolean;
+  score?: number;
+  metadata_stripped: boolean;
+  frames: number;
+}
+
+/** What `compress()` gives back: the bytes, where they were written, and the facts, camelCase. */
+export interface CompressResult {
+  /** The compressed image. */
+  data: Buffer;
+  /** The file written, or null when nothing was written. */
+  outputPath: string | null;
+  inputSize: number;
+  outputSize: number;
+  /** Share of the input saved, in percent (0 when the input came back unchanged). */
+  savingsPercent: number;
+  /** Output dimensions in pixels. */
+  width: number;
+  height: number;
+  /** Input dimensions in pixels (orientation applied). */
+  inputWidth: number;
+  inputHeight: number;
+  inputFormat: InputFormat;
+  /** Output format. */
+  format: OutputFormat;
+  /** Quality used (the chosen one when `'auto'`). */
+  quality: number;
+  autoQuality: boolean;
+  /** False when the input was already as small as it gets and came back unchanged. */
+  optimized: boolean;
+  metadataStripped: boolean;
+  /** SSIMULACRA2 of the output, when the server computed one. */
+  score?: number;
+  /** MIME type of `data`. */
+  contentType: string;
+  /** The file name the server suggests (`<input name>.<extension>`). */
+  filename: string;
+  /** The server's request id, to quote when reporting a problem. */
+  requestId: string | undefined;
+}
+
+export interface CompressBatchOptions extends ImageOptions, RequestOptions {
+  /**
+   * Directory for the results, created when missing: `<input name>.<extension>` each (a name used
+   * twice in one batch gets `-2`, `-3`…). Default: each beside its input as `compress()` does; byte
+   * and stream inputs are then not written.
+   */
+  outputDir?: string;
+  /** Requests in flight at once (default 2). */
+  concurrency?: number;
+  /** Called after each input finishes, in completion order. */
+  onProgress?: (event: BatchProgress) => void;
+}
+
+/** One input's outcome; the array from `compressBatch()` is in input order. */
+export type BatchItem =
+  | { index: number; input: string; ok: true; result: CompressResult; error?: undefined }
+  | { index: number; input: string; ok: false; result?: undefined; error: CompressoErrorLike };
+
+export interface BatchProgress {
+  /** Inputs finished so far (this one included). */
+  completed: number;
+  total: number;
+  /** The item that just finished. */
+  item: BatchItem;
+}
+
+/** Structural view of the error classes (see errors.ts), so types.ts has no runtime import. */
+export interface CompressoErrorLike extends Error {
+  readonly code: string;
+  readonly status: number | undefined;
+  readonly requestId: string | undefined;
+  readonly details: unknown;
+}
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  /** The visible start of the key (`cmp_live_` + 8 characters). */
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+export interface CreatedApiKey extends ApiKey {
+  /** The secret: shown once, never again. */
+  key: string;
+}
+
+export interface RevokedApiKey {
+  id: string;
+  revoked: true;
+}
+
+export interface Usage {
+  plan: string;
+  /** The quota day (UTC), `YYYY-MM-DD`. */
+  day: string;
+  used: number;
+  limit: number;
+  remaining: number;
+  /** ISO time of the next reset (00:00 UTC). */
+  resetsAt: string;
+  resetsInSeconds: number;
+}
+
+export interface CreateKeyOptions extends RequestOptions {
+  name?: string;
+}
