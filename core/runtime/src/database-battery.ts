@@ -173,5 +173,120 @@ export function describeDatabaseBattery(name: string, open: () => Promise<Databa
         expect(burst.filter((r) => r.allowed)).toHaveLength(20);
       }),
     );
+
+    it(
+      'quota for batches: n at once, all or none, exact under concurrency; refunds of n',
+      withDb(async (db) => {
+        const a = await createAccount(db, 'qm@x.io');
+        expect(await db.consumeQuotaMany(a.id, '2026-11-22', 10, 11)).toEqual({ allowed: false, used: 0 });
+        expect(await db.consumeQuotaMany(a.id, '2026-11-22', 10, 4)).toEqual({ allowed: true, used: 4 });
+        expect(await db.consumeQuotaMany(a.id, '2026-11-22', 10, 7)).toEqual({ allowed: false, used: 4 });
+        expect(await db.consumeQuotaMany(a.id, '2026-11-22', 10, 6)).toEqual({ allowed: true, used: 10 });
+        await db.refundQuota(a.id, '2026-11-22', 3);
+        expect(await db.usageOn(a.id, '2026-11-22')).toBe(7);
+        await db.refundQuota(a.id, '2026-11-22', 50);
+        expect(await db.usageOn(a.id, '2026-11-22')).toBe(0);
+        // 40 batches of 7 against 100: at most 14 fit, and exactly 98 are counted.
+        const b = await createAccount(db, 'qm2@x.io');
+        const results = await Promise.all(
+          Array.from({ length: 40 }, () => db.consumeQuotaMany(b.id, '2026-11-22', 100, 7)),
+        );
+        expect(results.filter((r) => r.allowed)).toHaveLength(14);
+        expect(await db.usageOn(b.id, '2026-11-22')).toBe(98);
+      }),
+    );
+
+    it(
+      'batch jobs: items recorded in order, each finished exactly once, queued ones listed',
+      withDb(async (db) => {
+        const a = await createAccount(db, 'batch@x.io');
+        await db.insertBatch(
+          {
+            id: 'job_one',
+            accountId: a.id,
+            source: 'upload',
+            options: '{"output_format":"webp"}',
+            total: 3,
+            quotaDay: '2026-11-22',
+            createdAt: '2026-11-22T10:00:00.000Z',
+          },
+          [
+            { index: 0, name: 'a.jpg', sourceUrl: null },
+            { index: 1, name: 'b.png', sourceUrl: null },
+            { index: 2, name: 'c.jpg', sourceUrl: 'https://example.com/c.jpg' },
+          ],
+        );
+        const batch = await db.findBatch('job_one');
+        expect(batch).toEqual({
+          id: 'job_one',
+          accountId: a.id,
+          source: 'upload',
+          options: '{"output_format":"webp"}',
+          total: 3,
+          quotaDay: '2026-11-22',
+          createdAt: '2026-11-22T10:00:00.000Z',
+        });
+        expect(await db.findBatch('job_none')).toBeUndefined();
+        expect(
+          (await db.listBatchItems('job_one')).map((i) => [i.index, i.name, i.status, i.sourceUrl]),
+        ).toEqual([
+          [0, 'a.jpg', 'queued', null],
+          [1, 'b.png', 'queued', null],
+          [2, 'c.jpg', 'queued', 'https://example.com/c.jpg'],
+        ]);
+        expect(await db.listQueuedBatchItems(10)).toEqual([
+          { batchId: 'job_one', index: 0 },
+          { batchId: 'job_one', index: 1 },
+          { batchId: 'job_one', index: 2 },
+        ]);
+
+        const done = {
+          status: 'done',
+          inputSize: 1000,
+          outputSize: 400,
+          result: '{"savings_percent":60}',
+        } as const;
+        const now = '2026-11-22T10:00:05.000Z';
+        // Two workers finishing one item at once (a retried or taken-over job): one write wins.
+        const race = await Promise.all([
+          db.finishBatchItem('job_one', 0, done, now),
+          db.finishBatchItem('job_one', 0, { ...done, outputSize: 999 }, now),
+        ]);
+        expect(race.filter(Boolean)).toHaveLength(1);
+        expect(
+          await db.finishBatchItem(
+            'job_one',
+            0,
+            { status: 'failed', errorCode: 'X', errorMessage: 'late', inputSize: null },
+            now,
+          ),
+        ).toBe(false);
+        expect(
+          await db.finishBatchItem(
+            'job_one',
+            1,
+            { status: 'failed', errorCode: 'CORRUPT_IMAGE', errorMessage: 'truncated', inputSize: 12 },
+            now,
+          ),
+        ).toBe(true);
+        const item0 = await db.findBatchItem('job_one', 0);
+        expect(item0).toMatchObject({
+          status: 'done',
+          inputSize: 1000,
+          result: '{"savings_percent":60}',
+          finishedAt: now,
+        });
+        expect([400, 999]).toContain(item0?.outputSize);
+        expect(await db.findBatchItem('job_one', 1)).toMatchObject({
+          status: 'failed',
+          errorCode: 'CORRUPT_IMAGE',
+          errorMessage: 'truncated',
+          inputSize: 12,
+          outputSize: null,
+        });
+        expect(await db.findBatchItem('job_one', 7)).toBeUndefined();
+        expect(await db.listQueuedBatchItems(10)).toEqual([{ batchId: 'job_one', index: 2 }]);
+      }),
+    );
   });
 }

@@ -48,6 +48,43 @@ export interface QuotaResult {
   used: number;
 }
 
+/** Where one item of a batch job is: waiting (or running), finished with a result, or failed for good. */
+export type BatchItemStatus = 'queued' | 'done' | 'failed';
+
+/** A batch job: many images compressed with one set of options, on the job queue. */
+export interface BatchRecord {
+  id: string;
+  accountId: string;
+  /** How its items arrived: uploaded files, or URLs the workers fetch. */
+  source: 'upload' | 'url';
+  /** The validated compress options, as JSON. */
+  options: string;
+  total: number;
+  /** The UTC day its items were counted on (for giving back items that fail through our fault). */
+  quotaDay: string;
+  createdAt: string;
+}
+
+export interface BatchItemRecord {
+  batchId: string;
+  index: number;
+  /** File name of the upload, or the last segment of the URL. */
+  name: string;
+  sourceUrl: string | null;
+  status: BatchItemStatus;
+  inputSize: number | null;
+  outputSize: number | null;
+  /** The engine's InfoResult as JSON, once done. */
+  result: string | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  finishedAt: string | null;
+}
+
+export type BatchItemOutcome =
+  | { status: 'done'; inputSize: number; outputSize: number; result: string }
+  | { status: 'failed'; errorCode: string; errorMessage: string; inputSize: number | null };
+
 export interface Database {
   /** Which backend this is, for logs and /readyz. */
   readonly kind: 'sqlite' | 'postgres';
@@ -86,8 +123,31 @@ export interface Database {
    * never push the count past the limit, in one process or many.
    */
   consumeQuota(accountId: string, day: string, limit: number): Promise<QuotaResult>;
-  /** Give back one counted request (a request that failed through our fault). */
-  refundQuota(accountId: string, day: string): Promise<void>;
+  /** Give back counted requests (`n`, default 1) that failed through our fault. */
+  refundQuota(accountId: string, day: string, n?: number): Promise<void>;
+  /**
+   * Count `n` requests at once, all or none, atomically like consumeQuota: a batch of n items is
+   * admitted only when all of them fit. `used` is the count after (allowed) or as it stands (refused).
+   */
+  consumeQuotaMany(accountId: string, day: string, limit: number, n: number): Promise<QuotaResult>;
+
+  /** A batch and its items (status queued), in one transaction. */
+  insertBatch(
+    batch: BatchRecord,
+    items: ReadonlyArray<{ index: number; name: string; sourceUrl: string | null }>,
+  ): Promise<void>;
+  findBatch(id: string): Promise<BatchRecord | undefined>;
+  /** Items in index order. */
+  listBatchItems(batchId: string): Promise<BatchItemRecord[]>;
+  findBatchItem(batchId: string, index: number): Promise<BatchItemRecord | undefined>;
+  /**
+   * Record an item's end, only if it is still queued: one conditional UPDATE, so of several workers
+   * finishing the same item (a retry, a stalled job taken over) exactly one write wins. True when
+   * this call made the change.
+   */
+  finishBatchItem(batchId: string, index: number, outcome: BatchItemOutcome, now: string): Promise<boolean>;
+  /** Items still queued, oldest batches first (to hand back to an in-process queue after a restart). */
+  listQueuedBatchItems(limit: number): Promise<{ batchId: string; index: number }[]>;
   usageOn(accountId: string, day: string): Promise<number>;
 
   /**

@@ -16,10 +16,17 @@ export {
   MAX_BLOB_KEY,
   type PutBlobOptions,
 } from './blob-store.ts';
+// bullmqQueue() is reached through openQueue (REDIS_URL) or the '@compresso/runtime/bullmq' entry, never from
+// here, so bullmq and ioredis load only in processes that use Redis.
+export type { BullmqQueueOptions } from './bullmq-queue.ts';
 export { CONFIG_ENV, type Config, ConfigError, loadConfig } from './config.ts';
 export {
   type Account,
   type ApiKeyRecord,
+  type BatchItemOutcome,
+  type BatchItemRecord,
+  type BatchItemStatus,
+  type BatchRecord,
   type Database,
   DuplicateError,
   type PlanId,
@@ -27,8 +34,10 @@ export {
   type QuotaResult,
   type RedeemOutcome,
 } from './database.ts';
+export { type InlineQueueOptions, inlineQueue } from './inline-queue.ts';
 export { createLogger, type Logger, REDACT_PATHS } from './logger.ts';
 export { type OpenDatabaseOptions, openDatabase } from './open-database.ts';
+export { type OpenQueueOptions, openQueue } from './open-queue.ts';
 export {
   type ApiKeyView,
   applyPromo,

@@ -2,6 +2,8 @@ import pg from 'pg';
 import type {
   Account,
   ApiKeyRecord,
+  BatchItemRecord,
+  BatchRecord,
   Database,
   PlanId,
   PromoCode,
@@ -74,6 +76,37 @@ const MIGRATIONS: { version: number; sql: string }[] = [
         count integer NOT NULL,
         PRIMARY KEY (account_id, day)
       );
+    `,
+  },
+  {
+    // Version 2: batch jobs (POST /api/v1/jobs) and their items.
+    version: 2,
+    sql: `
+      CREATE TABLE batch_jobs (
+        id text PRIMARY KEY,
+        account_id text NOT NULL REFERENCES accounts (id),
+        source text NOT NULL,
+        options text NOT NULL,
+        total integer NOT NULL,
+        quota_day date NOT NULL,
+        created_at timestamptz NOT NULL
+      );
+      CREATE INDEX batch_jobs_account ON batch_jobs (account_id, created_at);
+      CREATE TABLE batch_items (
+        batch_id text NOT NULL REFERENCES batch_jobs (id),
+        idx integer NOT NULL,
+        name text NOT NULL,
+        source_url text,
+        status text NOT NULL,
+        input_size bigint,
+        output_size bigint,
+        result text,
+        error_code text,
+        error_message text,
+        finished_at timestamptz,
+        PRIMARY KEY (batch_id, idx)
+      );
+      CREATE INDEX batch_items_queued ON batch_items (status, batch_id) WHERE status = 'queued';
     `,
   },
   {
@@ -190,6 +223,36 @@ export function postgresDatabase(options: PostgresOptions): Database {
   };
 
   let closed: Promise<void> | undefined;
+
+  // node-postgres parses a date column into a Date at local midnight: read it back in local time.
+  const dateText = (value: unknown): string =>
+    value instanceof Date
+      ? `${value.getFullYear()}-${String(value.getMonth() + 1).padStart(2, '0')}-${String(value.getDate()).padStart(2, '0')}`
+      : String(value);
+  const toBatch = (row: Row): BatchRecord => ({
+    id: String(row.id),
+    accountId: String(row.account_id),
+    source: String(row.source) as BatchRecord['source'],
+    options: String(row.options),
+    total: Number(row.total),
+    quotaDay: dateText(row.quota_day),
+    createdAt: iso(row.created_at),
+  });
+  const numOrNull = (v: unknown) => (v == null ? null : Number(v));
+  const strOrNull = (v: unknown) => (v == null ? null : String(v));
+  const toItem = (row: Row): BatchItemRecord => ({
+    batchId: String(row.batch_id),
+    index: Number(row.idx),
+    name: String(row.name),
+    sourceUrl: strOrNull(row.source_url),
+    status: String(row.status) as BatchItemRecord['status'],
+    inputSize: numOrNull(row.input_size),
+    outputSize: numOrNull(row.output_size),
+    result: strOrNull(row.result),
+    errorCode: strOrNull(row.error_code),
+    errorMessage: strOrNull(row.error_message),
+    finishedAt: isoOrNull(row.finished_at),
+  });
 
   const database: Database = {
     kind: 'postgres',
@@ -369,11 +432,83 @@ export function postgresDatabase(options: PostgresOptions): Database {
       if (row) return { allowed: true, used: Number(row.count) };
       return { allowed: false, used: await database.usageOn(accountId, day) };
     },
-    async refundQuota(accountId, day) {
+    async refundQuota(accountId, day, n = 1) {
       await query(
-        'UPDATE usage_daily SET count = count - 1 WHERE account_id = $1 AND day = $2 AND count > 0',
-        [accountId, day],
+        'UPDATE usage_daily SET count = greatest(0, count - $3) WHERE account_id = $1 AND day = $2 AND count > 0',
+        [accountId, day, n],
       );
+    },
+    async consumeQuotaMany(accountId, day, limit, n): Promise<QuotaResult> {
+      if (n < 1 || n > limit) return { allowed: false, used: await database.usageOn(accountId, day) };
+      // consumeQuota's single statement, n at a time: the row lock serialises concurrent batches.
+      const row = await one(
+        `INSERT INTO usage_daily (account_id, day, count) VALUES ($1, $2, $3)
+         ON CONFLICT (account_id, day) DO UPDATE SET count = usage_daily.count + EXCLUDED.count
+         WHERE usage_daily.count + EXCLUDED.count <= $4
+         RETURNING count`,
+        [accountId, day, n, limit],
+      );
+      if (row) return { allowed: true, used: Number(row.count) };
+      return { allowed: false, used: await database.usageOn(accountId, day) };
+    },
+
+    async insertBatch(batch, items) {
+      await transaction(async (client) => {
+        await client.query(
+          'INSERT INTO batch_jobs (id, account_id, source, options, total, quota_day, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+          [
+            batch.id,
+            batch.accountId,
+            batch.source,
+            batch.options,
+            batch.total,
+            batch.quotaDay,
+            batch.createdAt,
+          ],
+        );
+        // One statement for all items: a 500-item batch is one round trip, not 500.
+        await client.query(
+          `INSERT INTO batch_items (batch_id, idx, name, source_url, status)
+           SELECT $1, i, n, u, 'queued' FROM unnest($2::int[], $3::text[], $4::text[]) AS t (i, n, u)`,
+          [batch.id, items.map((i) => i.index), items.map((i) => i.name), items.map((i) => i.sourceUrl)],
+        );
+      });
+    },
+    async findBatch(id) {
+      const row = await one('SELECT * FROM batch_jobs WHERE id = $1', [id]);
+      return row && toBatch(row);
+    },
+    async listBatchItems(batchId) {
+      return (await query('SELECT * FROM batch_items WHERE batch_id = $1 ORDER BY idx', [batchId])).rows.map(
+        toItem,
+      );
+    },
+    async findBatchItem(batchId, index) {
+      const row = await one('SELECT * FROM batch_items WHERE batch_id = $1 AND idx = $2', [batchId, index]);
+      return row && toItem(row);
+    },
+    async finishBatchItem(batchId, index, outcome, now) {
+      const result =
+        outcome.status === 'done'
+          ? await query(
+              `UPDATE batch_items SET status = 'done', input_size = $3, output_size = $4, result = $5, finished_at = $6
+               WHERE batch_id = $1 AND idx = $2 AND status = 'queued'`,
+              [batchId, index, outcome.inputSize, outcome.outputSize, outcome.result, now],
+            )
+          : await query(
+              `UPDATE batch_items SET status = 'failed', input_size = $3, error_code = $4, error_message = $5, finished_at = $6
+               WHERE batch_id = $1 AND idx = $2 AND status = 'queued'`,
+              [batchId, index, outcome.inputSize, outcome.errorCode, outcome.errorMessage, now],
+            );
+      return result.rowCount === 1;
+    },
+    async listQueuedBatchItems(limit) {
+      const { rows } = await query(
+        `SELECT i.batch_id, i.idx FROM batch_items i JOIN batch_jobs b ON b.id = i.batch_id
+         WHERE i.status = 'queued' ORDER BY b.created_at, i.batch_id, i.idx LIMIT $1`,
+        [limit],
+      );
+      return rows.map((r) => ({ batchId: String(r.batch_id), index: Number(r.idx) }));
     },
     async usageOn(accountId, day) {
       const row = await one('SELECT count FROM usage_daily WHERE account_id = $1 AND day = $2', [

@@ -4,6 +4,8 @@ import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import type {
   Account,
   ApiKeyRecord,
+  BatchItemRecord,
+  BatchRecord,
   Database,
   PlanId,
   PromoCode,
@@ -66,6 +68,37 @@ const MIGRATIONS: { version: number; sql: string }[] = [
         count INTEGER NOT NULL,
         PRIMARY KEY (account_id, day)
       );
+    `,
+  },
+  {
+    // Version 2: batch jobs (POST /api/v1/jobs) and their items.
+    version: 2,
+    sql: `
+      CREATE TABLE batch_jobs (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        source TEXT NOT NULL,
+        options TEXT NOT NULL,
+        total INTEGER NOT NULL,
+        quota_day TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX batch_jobs_account ON batch_jobs (account_id, created_at);
+      CREATE TABLE batch_items (
+        batch_id TEXT NOT NULL REFERENCES batch_jobs (id),
+        idx INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        source_url TEXT,
+        status TEXT NOT NULL,
+        input_size INTEGER,
+        output_size INTEGER,
+        result TEXT,
+        error_code TEXT,
+        error_message TEXT,
+        finished_at TEXT,
+        PRIMARY KEY (batch_id, idx)
+      );
+      CREATE INDEX batch_items_queued ON batch_items (status, batch_id) WHERE status = 'queued';
     `,
   },
   {
@@ -161,6 +194,31 @@ export function sqliteDatabase(options: SqliteOptions = {}): Database {
     }
   };
   let open = true;
+
+  const toBatch = (row: Row): BatchRecord => ({
+    id: String(row.id),
+    accountId: String(row.account_id),
+    source: String(row.source) as BatchRecord['source'],
+    options: String(row.options),
+    total: Number(row.total),
+    quotaDay: String(row.quota_day),
+    createdAt: String(row.created_at),
+  });
+  const numOrNull = (v: unknown) => (v == null ? null : Number(v));
+  const strOrNull = (v: unknown) => (v == null ? null : String(v));
+  const toItem = (row: Row): BatchItemRecord => ({
+    batchId: String(row.batch_id),
+    index: Number(row.idx),
+    name: String(row.name),
+    sourceUrl: strOrNull(row.source_url),
+    status: String(row.status) as BatchItemRecord['status'],
+    inputSize: numOrNull(row.input_size),
+    outputSize: numOrNull(row.output_size),
+    result: strOrNull(row.result),
+    errorCode: strOrNull(row.error_code),
+    errorMessage: strOrNull(row.error_message),
+    finishedAt: strOrNull(row.finished_at),
+  });
 
   const database: Database = {
     kind: 'sqlite',
@@ -332,11 +390,76 @@ export function sqliteDatabase(options: SqliteOptions = {}): Database {
       if (row) return { allowed: true, used: Number(row.count) };
       return { allowed: false, used: await database.usageOn(accountId, day) };
     },
-    async refundQuota(accountId, day) {
-      stmt('UPDATE usage_daily SET count = count - 1 WHERE account_id = ? AND day = ? AND count > 0').run(
-        accountId,
-        day,
+    async refundQuota(accountId, day, n = 1) {
+      stmt(
+        'UPDATE usage_daily SET count = max(0, count - ?) WHERE account_id = ? AND day = ? AND count > 0',
+      ).run(n, accountId, day);
+    },
+    async consumeQuotaMany(accountId, day, limit, n): Promise<QuotaResult> {
+      if (n < 1 || n > limit) return { allowed: false, used: await database.usageOn(accountId, day) };
+      // The insert's SELECT … WHERE keeps a first batch larger than the limit out too.
+      const row = stmt(
+        `INSERT INTO usage_daily (account_id, day, count) SELECT ?, ?, ? WHERE ? <= ?
+         ON CONFLICT (account_id, day) DO UPDATE SET count = count + excluded.count WHERE count + excluded.count <= ?
+         RETURNING count`,
+      ).get(accountId, day, n, n, limit, limit) as Row | undefined;
+      if (row) return { allowed: true, used: Number(row.count) };
+      return { allowed: false, used: await database.usageOn(accountId, day) };
+    },
+
+    async insertBatch(batch, items) {
+      transaction(() => {
+        stmt(
+          'INSERT INTO batch_jobs (id, account_id, source, options, total, quota_day, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        ).run(
+          batch.id,
+          batch.accountId,
+          batch.source,
+          batch.options,
+          batch.total,
+          batch.quotaDay,
+          batch.createdAt,
+        );
+        const insert = stmt(
+          "INSERT INTO batch_items (batch_id, idx, name, source_url, status) VALUES (?, ?, ?, ?, 'queued')",
+        );
+        for (const item of items) insert.run(batch.id, item.index, item.name, item.sourceUrl);
+      });
+    },
+    async findBatch(id) {
+      const row = stmt('SELECT * FROM batch_jobs WHERE id = ?').get(id) as Row | undefined;
+      return row && toBatch(row);
+    },
+    async listBatchItems(batchId) {
+      return (stmt('SELECT * FROM batch_items WHERE batch_id = ? ORDER BY idx').all(batchId) as Row[]).map(
+        toItem,
       );
+    },
+    async findBatchItem(batchId, index) {
+      const row = stmt('SELECT * FROM batch_items WHERE batch_id = ? AND idx = ?').get(batchId, index) as
+        | Row
+        | undefined;
+      return row && toItem(row);
+    },
+    async finishBatchItem(batchId, index, outcome, now) {
+      const result =
+        outcome.status === 'done'
+          ? stmt(
+              `UPDATE batch_items SET status = 'done', input_size = ?, output_size = ?, result = ?, finished_at = ?
+               WHERE batch_id = ? AND idx = ? AND status = 'queued'`,
+            ).run(outcome.inputSize, outcome.outputSize, outcome.result, now, batchId, index)
+          : stmt(
+              `UPDATE batch_items SET status = 'failed', input_size = ?, error_code = ?, error_message = ?, finished_at = ?
+               WHERE batch_id = ? AND idx = ? AND status = 'queued'`,
+            ).run(outcome.inputSize, outcome.errorCode, outcome.errorMessage, now, batchId, index);
+      return Number(result.changes) === 1;
+    },
+    async listQueuedBatchItems(limit) {
+      const rows = stmt(
+        `SELECT i.batch_id, i.idx FROM batch_items i JOIN batch_jobs b ON b.id = i.batch_id
+         WHERE i.status = 'queued' ORDER BY b.created_at, i.batch_id, i.idx LIMIT ?`,
+      ).all(limit) as Row[];
+      return rows.map((r) => ({ batchId: String(r.batch_id), index: Number(r.idx) }));
     },
     async usageOn(accountId, day) {
       const row = stmt('SELECT count FROM usage_daily WHERE account_id = ? AND day = ?').get(
