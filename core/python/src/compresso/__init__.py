@@ -1,0 +1,82 @@
+"""Compresso: the Python client of the Compresso image-optimization API.
+
+    from compresso import Compresso
+
+    with Compresso() as client:            # key from COMPRESSO_API_KEY, server from COMPRESSO_BASE_URL
+        result = client.compress("photo.jpg", format="webp")
+        print(result.output_path, result.savings_percent)
+"""
+
+from __future__ import annotations
+
+from ._version import __version__
+from .async_client import AsyncCompresso, AsyncKeys
+from .client import DEFAULT_BASE_URL, DEFAULT_TIMEOUT, Compresso, ImageInput, Keys, ProgressCallback
+from .errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    CompressoError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    ServerError,
+    TooLargeError,
+    UnsupportedImageError,
+)
+from .models import (
+    COMPRESS_OPTION_FIELDS,
+    DEFAULT_QUALITY,
+    ERROR_STATUS,
+    INPUT_FORMATS,
+    MAX_DIMENSION_LIMIT,
+    OUTPUT_FORMATS,
+    ApiKey,
+    BatchItem,
+    BatchResult,
+    CompressResult,
+    CreatedApiKey,
+    InfoResult,
+    KeyRevocation,
+    Usage,
+)
+
+__all__ = [
+    "__version__",
+    "Compresso",
+    "AsyncCompresso",
+    "Keys",
+    "AsyncKeys",
+    "ImageInput",
+    "ProgressCallback",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_TIMEOUT",
+    "CompressoError",
+    "APIError",
+    "AuthenticationError",
+    "PermissionDeniedError",
+    "BadRequestError",
+    "NotFoundError",
+    "TooLargeError",
+    "UnsupportedImageError",
+    "RateLimitError",
+    "ServerError",
+    "APIConnectionError",
+    "APITimeoutError",
+    "InfoResult",
+    "CompressResult",
+    "BatchItem",
+    "BatchResult",
+    "ApiKey",
+    "CreatedApiKey",
+    "KeyRevocation",
+    "Usage",
+    "OUTPUT_FORMATS",
+    "INPUT_FORMATS",
+    "DEFAULT_QUALITY",
+    "MAX_DIMENSION_LIMIT",
+    "COMPRESS_OPTION_FIELDS",
+    "ERROR_STATUS",
+]

@@ -1,0 +1,220 @@
+"""``AsyncCompresso``: the same API as coroutines, for asyncio programs.
+
+Standard library only, so there is no async HTTP stack to build on: each call runs the synchronous
+client's urllib request in this client's own thread pool (``max_workers`` threads) and awaits it. The
+event loop never blocks; requests, retries and errors are exactly those of :class:`Compresso`. A
+cancelled call stops waiting at once, while its request finishes in its thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterable, List, Optional, TypeVar
+
+from .client import (
+    DEFAULT_BATCH_CONCURRENCY,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_MAX_RETRY_AFTER,
+    DEFAULT_TIMEOUT,
+    Compresso,
+    ImageInput,
+    PathLike,
+    ProgressCallback,
+    _Claims,
+    _option_fields,
+)
+from .models import (
+    ApiKey,
+    BatchItem,
+    BatchResult,
+    CompressResult,
+    CreatedApiKey,
+    InfoResult,
+    KeyRevocation,
+    Quality,
+    Usage,
+)
+
+__all__ = ["AsyncCompresso", "AsyncKeys"]
+
+T = TypeVar("T")
+
+
+class AsyncCompresso:
+    """The Compresso API as coroutines.
+
+    >>> async with AsyncCompresso() as client:
+    ...     batch = await client.compress_batch(paths, "out", format="webp")
+    """
+
+    def __init__(
+        self,
+        api_key: Optional[str] = None,
+        base_url: Optional[str] = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
+        user_agent: Optional[str] = None,
+        max_workers: int = 8,
+    ) -> None:
+        self._sync = Compresso(
+            api_key,
+            base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            max_retry_after=max_retry_after,
+            user_agent=user_agent,
+        )
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="compresso")
+        self.keys = AsyncKeys(self)
+
+    @property
+    def base_url(self) -> str:
+        return self._sync.base_url
+
+    @property
+    def timeout(self) -> float:
+        return self._sync.timeout
+
+    @property
+    def max_retries(self) -> int:
+        return self._sync.max_retries
+
+    def __repr__(self) -> str:
+        return "Async" + repr(self._sync)
+
+    async def __aenter__(self) -> "AsyncCompresso":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Refuse further calls and let the worker threads end once their requests are done."""
+        self._sync.close()
+        self._pool.shutdown(wait=False)
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+
+    async def compress(
+        self,
+        path: ImageInput,
+        output: Optional[PathLike] = None,
+        quality: Optional[Quality] = None,
+        max_dimension: Optional[int] = None,
+        format: Optional[str] = None,
+        strip_exif: bool = True,
+        *,
+        png_to_jpeg: Optional[bool] = None,
+        overwrite: bool = False,
+        filename: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> CompressResult:
+        """See :meth:`Compresso.compress`."""
+        return await self._run(
+            self._sync.compress,
+            path,
+            output,
+            quality,
+            max_dimension,
+            format,
+            strip_exif,
+            png_to_jpeg=png_to_jpeg,
+            overwrite=overwrite,
+            filename=filename,
+            timeout=timeout,
+        )
+
+    async def info(
+        self,
+        path: ImageInput,
+        quality: Optional[Quality] = None,
+        format: Optional[str] = None,
+        max_dimension: Optional[int] = None,
+        *,
+        strip_exif: Optional[bool] = None,
+        png_to_jpeg: Optional[bool] = None,
+        filename: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> InfoResult:
+        """See :meth:`Compresso.info`."""
+        return await self._run(
+            self._sync.info,
+            path,
+            quality,
+            format,
+            max_dimension,
+            strip_exif=strip_exif,
+            png_to_jpeg=png_to_jpeg,
+            filename=filename,
+            timeout=timeout,
+        )
+
+    async def compress_batch(
+        self,
+        paths: Iterable[ImageInput],
+        output_dir: Optional[PathLike] = None,
+        quality: Optional[Quality] = None,
+        format: Optional[str] = None,
+        *,
+        max_dimension: Optional[int] = None,
+        strip_exif: bool = True,
+        png_to_jpeg: Optional[bool] = None,
+        overwrite: bool = False,
+        concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+        on_progress: Optional[ProgressCallback] = None,
+    ) -> BatchResult:
+        """See :meth:`Compresso.compress_batch`; ``on_progress`` may also be a coroutine function."""
+        inputs = list(paths)
+        if concurrency < 1:
+            raise ValueError(f"concurrency: expected an integer >= 1, received {concurrency!r}.")
+        if output_dir is not None:
+            os.makedirs(output_dir, exist_ok=True)
+        fields = _option_fields(quality, format, max_dimension, strip_exif, png_to_jpeg)
+        claims = _Claims()
+        gate = asyncio.Semaphore(concurrency)
+        items: List[Optional[BatchItem]] = [None] * len(inputs)
+        done = 0
+
+        async def one(index: int, image: ImageInput) -> None:
+            nonlocal done
+            async with gate:
+                item = await self._run(
+                    self._sync._batch_item, index, image, fields, output_dir, overwrite, claims
+                )
+            items[index] = item
+            done += 1
+            if on_progress is not None:
+                outcome = on_progress(done, len(inputs), item)
+                if inspect.isawaitable(outcome):
+                    await outcome
+
+        await asyncio.gather(*(one(i, image) for i, image in enumerate(inputs)))
+        return BatchResult(items=tuple(i for i in items if i is not None))
+
+    async def usage(self, *, timeout: Optional[float] = None) -> Usage:
+        """See :meth:`Compresso.usage`."""
+        return await self._run(self._sync.usage, timeout=timeout)
+
+
+class AsyncKeys:
+    """``client.keys`` of :class:`AsyncCompresso`."""
+
+    def __init__(self, client: AsyncCompresso) -> None:
+        self._client = client
+
+    async def create(self, name: Optional[str] = None, *, timeout: Optional[float] = None) -> CreatedApiKey:
+        return await self._client._run(self._client._sync.keys.create, name, timeout=timeout)
+
+    async def list(self, *, timeout: Optional[float] = None) -> List[ApiKey]:
+        return await self._client._run(self._client._sync.keys.list, timeout=timeout)
+
+    async def revoke(self, key_id: str, *, timeout: Optional[float] = None) -> KeyRevocation:
+        return await self._client._run(self._client._sync.keys.revoke, key_id, timeout=timeout)
