@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import os
 import platform
@@ -126,6 +127,8 @@ def _read_input(image: ImageInput, filename: Optional[str] = None) -> _Source:
         return _Source(content, filename or os.path.basename(path), path, os.fspath(image))
     if isinstance(image, (bytes, bytearray, memoryview)):
         return _Source(bytes(image), filename or "image", None, "<bytes>")
+    if isinstance(image, io.TextIOBase):
+        raise TypeError("The file object is open in text mode; open it with 'rb'.")
     read = getattr(image, "read", None)
     if callable(read):
         content = read()
@@ -308,7 +311,7 @@ class Compresso:
         self.keys = Keys(self)
         self._closed = False
         # Proxies from the environment are honoured, as with any urllib program.
-        self._opener = urllib.request.build_opener()
+        self._opener = urllib.request.build_opener(_EarlyAnswerHTTPHandler(), _EarlyAnswerHTTPSHandler())
 
     def __repr__(self) -> str:
         # Never the key itself: reprs end up in logs and tracebacks.
@@ -641,6 +644,51 @@ class Keys:
         path = "/api/v1/keys/" + urllib.parse.quote(key_id, safe="")
         data = self._client._request("DELETE", path, timeout=timeout).json()
         return KeyRevocation(id=data["id"], revoked=bool(data["revoked"]))
+
+
+class _EarlyAnswerMixin:
+    """A server may refuse an upload before reading it (too large, bad key, over quota) and close the
+    connection; sending the rest of the body then fails with a broken pipe. The answer is what the
+    caller needs, so a failed body write is remembered and the response read anyway; only when no
+    answer can be read does the write error surface (as a connection error)."""
+
+    _body_error: Optional[BaseException] = None
+
+    def send(self, data: Any) -> None:
+        if self._body_error is not None:
+            return
+        try:
+            super().send(data)  # type: ignore[misc]
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            self._body_error = exc
+
+    def getresponse(self) -> http.client.HTTPResponse:
+        try:
+            return super().getresponse()  # type: ignore[misc]
+        except (http.client.HTTPException, OSError) as exc:
+            if self._body_error is not None:
+                raise ConnectionResetError(
+                    f"the server closed the connection while the request was sent ({self._body_error})"
+                ) from exc
+            raise
+
+
+class _EarlyAnswerHTTPConnection(_EarlyAnswerMixin, http.client.HTTPConnection):
+    pass
+
+
+class _EarlyAnswerHTTPSConnection(_EarlyAnswerMixin, http.client.HTTPSConnection):
+    pass
+
+
+class _EarlyAnswerHTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_EarlyAnswerHTTPConnection, req)
+
+
+class _EarlyAnswerHTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_EarlyAnswerHTTPSConnection, req, context=self._context)  # type: ignore[attr-defined]
 
 
 class _NothingSent(Exception):
