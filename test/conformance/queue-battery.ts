@@ -1,0 +1,293 @@
+import type { JobContext, JobQueue, JobView, QueueEvent } from '@compresso/runtime';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The behaviour every JobQueue backend must have. `open` returns a fresh, empty queue (its own name
+ * or prefix) whose default backoff is short; the battery closes it.
+ */
+export function describeQueueBattery(backend: string, open: () => Promise<JobQueue>): void {
+  describe(`JobQueue battery: ${backend}`, () => {
+    const withQueue = (test: (queue: JobQueue) => Promise<void>) => async () => {
+      const queue = await open();
+      try {
+        await test(queue);
+      } finally {
+        await queue.close();
+      }
+    };
+
+    it(
+      'adding a job id twice gives the same job, unchanged; data is JSON',
+      withQueue(async (queue) => {
+        const first = await queue.add('resize', { n: 1, at: new Date(0) }, { jobId: 'batch-7-item-1' });
+        const again = await queue.add('resize', { n: 2 }, { jobId: 'batch-7-item-1' });
+        const [bulkAgain, bulkNew] = await queue.addBulk([
+          { name: 'resize', data: { n: 3 }, options: { jobId: 'batch-7-item-1' } },
+          { name: 'resize', data: { n: 4 }, options: { jobId: 'batch-7-item-2' } },
+        ]);
+        const plain = await queue.add('resize', { n: 5 });
+        expect(first.id).toBe('batch-7-item-1');
+        expect(again.id).toBe(first.id);
+        expect(bulkAgain?.id).toBe(first.id);
+        expect(bulkNew?.id).toBe('batch-7-item-2');
+        expect(plain.id).not.toBe(first.id);
+        const job = await queue.getJob(first.id);
+        expect(job).toMatchObject({ id: first.id, name: 'resize', state: 'waiting', attemptsMade: 0 });
+        expect(job?.data).toEqual({ n: 1, at: '1970-01-01T00:00:00.000Z' });
+        expect(await queue.counts()).toMatchObject({ waiting: 3, active: 0, failed: 0 });
+        expect(await queue.getJob('no-such-job')).toBeUndefined();
+        await expect(queue.add('resize', {}, { jobId: 'a:b' })).rejects.toThrow(/jobId/);
+        await expect(queue.add('resize', {}, { jobId: '42' })).rejects.toThrow(/jobId/);
+      }),
+    );
+
+    it(
+      'runs a job: progress is visible while it runs, the result once done',
+      withQueue(async (queue) => {
+        const events: QueueEvent[] = [];
+        queue.on((e) => events.push(e));
+        const release = gate();
+        const worker = queue.work({
+          resize: async (job: JobContext<{ file: string }>) => {
+            await job.updateProgress({ done: 1, total: 2 });
+            await release.promise;
+            await job.updateProgress(100);
+            return { file: job.data.file, bytes: 1234, attempt: job.attempt };
+          },
+        });
+        const { id } = await queue.add('resize', { file: 'a.jpg' });
+        const running = await until(
+          () => queue.getJob(id),
+          (j) => j?.state === 'active' && isObject(j.progress),
+        );
+        expect(running?.progress).toEqual({ done: 1, total: 2 });
+        expect(running?.processedAt).toBeGreaterThanOrEqual(running?.createdAt ?? Infinity);
+        release.open();
+        const done = await until(
+          () => queue.getJob(id),
+          (j) => j?.state === 'completed',
+        );
+        expect(done).toMatchObject({
+          progress: 100,
+          attemptsMade: 1,
+          result: { file: 'a.jpg', bytes: 1234, attempt: 1 },
+        });
+        expect(done?.finishedAt).toBeGreaterThanOrEqual(done?.processedAt ?? Infinity);
+        await worker.close();
+        expect(events.map((e) => e.type)).toEqual(['active', 'completed']);
+      }),
+    );
+
+    it(
+      'retries a failing job with exponential backoff until it succeeds',
+      withQueue(async (queue) => {
+        const events: QueueEvent[] = [];
+        queue.on((e) => events.push(e));
+        const startedAt: number[] = [];
+        const worker = queue.work({
+          flaky: async (job) => {
+            startedAt.push(Date.now());
+            if (job.attempt < 3) throw new Error(`upstream busy (attempt ${job.attempt})`);
+            return 'ok';
+          },
+        });
+        const { id } = await queue.add(
+          'flaky',
+          {},
+          { attempts: 4, backoff: { type: 'exponential', delayMs: 150 } },
+        );
+        const done = await until(
+          () => queue.getJob(id),
+          (j) => j?.state === 'completed',
+        );
+        await worker.close();
+        expect(done).toMatchObject({ attemptsMade: 3, result: 'ok' });
+        expect(startedAt).toHaveLength(3);
+        const [a, b, c] = startedAt as [number, number, number];
+        // 150 ms, then 300 ms (a few ms of timer slack allowed below, none above is checked: load varies).
+        expect(b - a).toBeGreaterThanOrEqual(140);
+        expect(c - b).toBeGreaterThanOrEqual(290);
+        expect(c - b).toBeGreaterThan(b - a);
+        const failures = events.filter((e) => e.type === 'failed');
+        expect(failures.map((e) => e.type === 'failed' && [e.attempt, e.willRetry])).toEqual([
+          [1, true],
+          [2, true],
+        ]);
+        expect((await queue.failed()).map((j) => j.id)).not.toContain(id);
+      }),
+    );
+
+    it(
+      'a job that fails every attempt lands in the dead letter with its last error',
+      withQueue(async (queue) => {
+        const events: QueueEvent[] = [];
+        queue.on((e) => events.push(e));
+        let runs = 0;
+        const worker = queue.work({
+          broken: async (job: JobContext<{ n: number }>) => {
+            runs++;
+            throw new Error(`cannot decode item ${job.data.n} (attempt ${job.attempt})`);
+          },
+          fine: async () => 'fine',
+        });
+        const bad1 = await queue.add(
+          'broken',
+          { n: 1 },
+          { attempts: 2, backoff: { type: 'fixed', delayMs: 50 } },
+        );
+        const good = await queue.add('fine', {});
+        const bad2 = await queue.add('broken', { n: 2 }, { attempts: 1 });
+        const orphan = await queue.add('nobody-handles-this', {}, { attempts: 1 });
+        for (const { id } of [bad1, bad2, orphan])
+          await until(
+            () => queue.getJob(id),
+            (j) => j?.state === 'failed',
+          );
+        await until(
+          () => queue.getJob(good.id),
+          (j) => j?.state === 'completed',
+        );
+        await worker.close();
+        expect(runs).toBe(3);
+        const dead = await queue.failed();
+        expect(dead.map((j) => j.id).sort()).toEqual([bad1.id, bad2.id, orphan.id].sort());
+        const one = dead.find((j) => j.id === bad1.id) as JobView;
+        expect(one).toMatchObject({ state: 'failed', attemptsMade: 2, attempts: 2, data: { n: 1 } });
+        expect(one.failedReason).toBe('cannot decode item 1 (attempt 2)');
+        expect(dead.find((j) => j.id === orphan.id)?.failedReason).toMatch(
+          /no handler.*nobody-handles-this/i,
+        );
+        expect(await queue.failed({ start: 0, end: 0 })).toHaveLength(1);
+        expect(await queue.counts()).toMatchObject({
+          failed: 3,
+          completed: 1,
+          waiting: 0,
+          active: 0,
+          delayed: 0,
+        });
+        const last = events.filter((e) => e.type === 'failed' && e.id === bad1.id);
+        expect(last.map((e) => e.type === 'failed' && e.willRetry)).toEqual([true, false]);
+      }),
+    );
+
+    it(
+      'never runs more jobs at once than the worker concurrency (two workers: the sum)',
+      withQueue(async (queue) => {
+        let now = 0;
+        let peak = 0;
+        const handlers = {
+          slow: async () => {
+            now++;
+            peak = Math.max(peak, now);
+            await sleep(60);
+            now--;
+          },
+        };
+        const one = queue.work(handlers, { concurrency: 3 });
+        const added = await queue.addBulk(
+          Array.from({ length: 12 }, (_, i) => ({ name: 'slow', data: { i } })),
+        );
+        await until(
+          () => queue.counts(),
+          (c) => c.completed === 12,
+        );
+        expect(peak).toBe(3);
+        await one.close();
+
+        peak = 0;
+        const two = [queue.work(handlers, { concurrency: 2 }), queue.work(handlers, { concurrency: 2 })];
+        await queue.addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'slow', data: { i } })));
+        await until(
+          () => queue.counts(),
+          (c) => c.completed === 24,
+        );
+        expect(peak).toBe(4);
+        await Promise.all(two.map((w) => w.close()));
+        expect(added).toHaveLength(12);
+      }),
+    );
+
+    it(
+      'close() lets jobs in flight finish and takes no new ones',
+      withQueue(async (queue) => {
+        const started = gate();
+        const worker = queue.work({
+          slow: async () => {
+            started.open();
+            await sleep(300);
+            return 'finished';
+          },
+        });
+        const first = await queue.add('slow', {});
+        await started.promise;
+        expect(worker.running).toBe(1);
+        const t0 = Date.now();
+        await worker.close({ timeoutMs: 10_000 });
+        expect(Date.now() - t0).toBeGreaterThanOrEqual(150);
+        expect(worker.running).toBe(0);
+        expect(await queue.getJob(first.id)).toMatchObject({ state: 'completed', result: 'finished' });
+        const later = await queue.add('slow', {});
+        await sleep(300);
+        expect((await queue.getJob(later.id))?.state).toBe('waiting');
+      }),
+    );
+
+    it(
+      'close() past its grace period aborts the job and returns it to the queue without spending an attempt',
+      withQueue(async (queue) => {
+        const started = gate();
+        let sawAbort = false;
+        const stubborn = queue.work({
+          long: async (job) => {
+            started.open();
+            await new Promise<void>((resolve) => job.signal.addEventListener('abort', () => resolve()));
+            sawAbort = true;
+            throw new Error('interrupted');
+          },
+        });
+        const { id } = await queue.add('long', { x: 1 }, { attempts: 1 });
+        await started.promise;
+        await stubborn.close({ timeoutMs: 200 });
+        expect(sawAbort).toBe(true);
+        const back = await queue.getJob(id);
+        expect(back).toMatchObject({ state: 'waiting', attemptsMade: 0 });
+        // Another worker (another process, in production) finishes it on its one attempt.
+        const next = queue.work({ long: async (job) => `done on attempt ${job.attempt}` });
+        const done = await until(
+          () => queue.getJob(id),
+          (j) => j?.state === 'completed',
+        );
+        expect(done?.result).toBe('done on attempt 1');
+        await next.close();
+      }),
+    );
+  });
+}
+
+export function gate() {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const isObject = (v: unknown) => typeof v === 'object' && v !== null;
+
+/** Poll until `ok` holds (jobs run asynchronously, and on BullMQ in another connection). */
+export async function until<T>(
+  read: () => Promise<T>,
+  ok: (value: T) => boolean,
+  timeoutMs = 15_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (ok(value)) return value;
+    if (Date.now() > deadline)
+      throw new Error(`Timed out after ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    await sleep(25);
+  }
+}

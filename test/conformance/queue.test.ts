@@ -1,0 +1,251 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { inlineQueue, type JobQueue, loadConfig, openQueue } from '@compresso/runtime';
+import { bullmqQueue } from '@compresso/runtime/bullmq';
+import { isCompressoError } from '@compresso/schema';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeQueueBattery, sleep, until } from './queue-battery.ts';
+
+/**
+ * The queue battery on both backends: in-process, and BullMQ on the real Redis (CI makes sure one
+ * answers at 127.0.0.1:6379; COMPRESSO_TEST_REDIS_URL points elsewhere). Every queue of this run
+ * lives under its own key prefix, deleted at the end.
+ */
+const REDIS_URL = process.env.COMPRESSO_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const PREFIX = `cmp-test-${randomBytes(4).toString('hex')}`;
+let queues = 0;
+const nextName = () => `q${++queues}`;
+const admin = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 3000 });
+
+beforeAll(async () => {
+  try {
+    await admin.connect();
+    await admin.ping();
+  } catch (error) {
+    throw new Error(
+      `These tests need Redis at ${REDIS_URL} (set COMPRESSO_TEST_REDIS_URL to use another). Start it ` +
+        `(apt-get install -y redis-server && redis-server --daemonize yes) — ${(error as Error).message}`,
+    );
+  }
+});
+
+afterAll(async () => {
+  if (admin.status === 'ready') {
+    let cursor = '0';
+    do {
+      const [next, keys] = await admin.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await admin.del(...keys);
+    } while (cursor !== '0');
+  }
+  admin.disconnect();
+});
+
+describeQueueBattery('inline (in-process)', async () =>
+  inlineQueue({ backoff: { type: 'fixed', delayMs: 20 }, closeTimeoutMs: 5000 }),
+);
+
+describeQueueBattery(`bullmq (Redis ${REDIS_URL})`, async () =>
+  bullmqQueue({
+    url: REDIS_URL,
+    prefix: PREFIX,
+    name: nextName(),
+    backoff: { type: 'fixed', delayMs: 20 },
+    closeTimeoutMs: 5000,
+  }),
+);
+
+describe('openQueue', () => {
+  it('picks the in-process queue without REDIS_URL and BullMQ with it', async () => {
+    const inline = await openQueue(loadConfig({}));
+    expect(inline.kind).toBe('inline');
+    await inline.close();
+    const config = loadConfig({ REDIS_URL, COMPRESSO_QUEUE_PREFIX: PREFIX });
+    const bull = await openQueue(config, { name: nextName() });
+    try {
+      expect(bull.kind).toBe('bullmq');
+      await bull.ping();
+      const { id } = await bull.add('x', { ok: true });
+      expect(await admin.exists(`${PREFIX}:${bull.name}:${id}`)).toBe(1);
+    } finally {
+      await bull.close();
+    }
+  });
+});
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+const unavailable = async (work: Promise<unknown>) => {
+  const t0 = Date.now();
+  const error = await work.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  return { ms: Date.now() - t0, code: isCompressoError(error) ? error.code : String(error) };
+};
+
+describe('bullmq: producers fail fast, workers wait and reconnect', () => {
+  it('a producer answers SERVICE_UNAVAILABLE within 2 s when nothing listens at REDIS_URL', async () => {
+    const port = await freePort();
+    const queue = bullmqQueue({
+      url: `redis://:hunter2@127.0.0.1:${port}`,
+      prefix: PREFIX,
+      name: nextName(),
+    });
+    const errors: string[] = [];
+    queue.on((e) => e.type === 'error' && errors.push(e.error));
+    try {
+      for (const work of [
+        queue.add('x', {}),
+        queue.getJob('a'),
+        queue.counts(),
+        queue.failed(),
+        queue.ping(),
+      ]) {
+        const { ms, code } = await unavailable(work);
+        expect(code).toBe('SERVICE_UNAVAILABLE');
+        expect(ms).toBeLessThan(1600);
+      }
+      const message = await queue.add('x', {}).catch((e: Error) => e.message);
+      expect(message).toContain(`127.0.0.1:${port}`);
+      expect(message).not.toContain('hunter2');
+      expect(errors.join('\n')).toMatch(/ECONNREFUSED/);
+    } finally {
+      await queue.close();
+    }
+  });
+
+  it('a worker keeps going across a Redis restart; producers refuse while it is down', async () => {
+    const port = await freePort();
+    const url = `redis://127.0.0.1:${port}`;
+    const startRedis = async () => {
+      const child = spawn(
+        'redis-server',
+        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+        {
+          stdio: 'ignore',
+        },
+      );
+      const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on('error', () => {}); // refused until the server is up: expected
+      await until(
+        () =>
+          probe.connect().then(
+            () => true,
+            () => false,
+          ),
+        (ok) => ok,
+        10_000,
+      ).catch((error) => {
+        throw new Error(
+          `redis-server (on PATH: apt-get install -y redis-server) did not start on ${port}: ${error}`,
+        );
+      });
+      probe.disconnect();
+      return child;
+    };
+    let redis: ChildProcess = await startRedis();
+    const queue = bullmqQueue({ url, prefix: PREFIX, name: nextName(), producerTimeoutMs: 1000 });
+    const done: string[] = [];
+    const worker = queue.work({ note: async (job) => void done.push((job.data as { n: string }).n) });
+    try {
+      await queue.add('note', { n: 'before' });
+      await until(
+        async () => done,
+        (d) => d.includes('before'),
+      );
+
+      redis.kill('SIGTERM');
+      await once(redis, 'exit');
+      const { code, ms } = await unavailable(queue.add('note', { n: 'while down' }));
+      expect(code).toBe('SERVICE_UNAVAILABLE');
+      expect(ms).toBeLessThan(2500);
+      await sleep(500); // the worker sees its connections drop and starts reconnecting
+
+      redis = await startRedis();
+      // The producer reconnects by itself too: the first add after the restart may wait for it.
+      await until(
+        () =>
+          queue.add('note', { n: 'after' }).then(
+            () => true,
+            () => false,
+          ),
+        (ok) => ok,
+      );
+      await until(
+        async () => done,
+        (d) => d.includes('after'),
+        20_000,
+      );
+      expect(done).not.toContain('while down');
+    } finally {
+      await worker.close({ timeoutMs: 2000 });
+      await queue.close();
+      redis.kill('SIGTERM');
+    }
+  });
+
+  it("a SIGKILLed worker's job is taken over by another worker once its lock lapses", async () => {
+    const name = nextName();
+    const lockMs = 1000;
+    const script = fileURLToPath(new URL('./fixtures/queue-worker.ts', import.meta.url));
+    const child = spawn(process.execPath, [script, REDIS_URL, PREFIX, name, String(lockMs)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    const seen: string[] = [];
+    lines.on('line', (line) => seen.push(line));
+    const queue = bullmqQueue({
+      url: REDIS_URL,
+      prefix: PREFIX,
+      name,
+      lockDurationMs: lockMs,
+      stalledIntervalMs: lockMs,
+    });
+    try {
+      await until(
+        async () => seen,
+        (s) => s.includes('ready'),
+      );
+      const { id } = await queue.add('resize', { file: 'big.jpg' }, { jobId: 'takeover-1', attempts: 1 });
+      await until(
+        async () => seen,
+        (s) => s.some((l) => l.startsWith('started takeover-1')),
+      );
+      expect((await queue.getJob(id))?.state).toBe('active');
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+      const killedAt = Date.now();
+
+      const worker = queue.work({
+        resize: async (job) => `resized by the survivor on attempt ${job.attempt}`,
+      });
+      const done = await until(
+        () => queue.getJob(id),
+        (j) => j?.state === 'completed',
+        20_000,
+      );
+      const takeoverMs = Date.now() - killedAt;
+      await worker.close();
+      // One attempt allowed, yet it completed: a stall is not a failed attempt.
+      expect(done?.result).toBe('resized by the survivor on attempt 1');
+      expect(takeoverMs).toBeLessThan(lockMs * 6);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await queue.close();
+    }
+  });
+});
