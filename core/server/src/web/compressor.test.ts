@@ -1,0 +1,149 @@
+import { request } from 'node:http';
+import { quotaDay } from '@compresso/runtime';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { form, smallJpeg, startTestServer, type TestServer } from '../test-helpers.ts';
+import { visitorKey, visitorNetwork } from './compressor.ts';
+
+type ErrorBody = { error: { code: string; message: string; details?: unknown } };
+
+/** POST a form from a chosen loopback address (127.0.0.0/8 all reach the server on Linux). */
+async function postFrom(
+  url: string,
+  body: FormData,
+  headers: Record<string, string>,
+  localAddress: string,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+  const encoded = new Response(body);
+  const bytes = Buffer.from(await encoded.arrayBuffer());
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        localAddress,
+        headers: {
+          ...headers,
+          'content-type': encoded.headers.get('content-type')!,
+          'content-length': String(bytes.length),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end(bytes);
+  });
+}
+
+describe('visitorNetwork', () => {
+  it('counts IPv4 by address and IPv6 by its /64', () => {
+    expect(visitorNetwork('203.0.113.7')).toBe('203.0.113.7');
+    expect(visitorNetwork('::ffff:203.0.113.7')).toBe('203.0.113.7');
+    expect(visitorNetwork('2001:db8:1:2:aaaa:bbbb:cccc:dddd')).toBe('2001:db8:1:2::/64');
+    expect(visitorNetwork('2001:db8:1:2::1')).toBe('2001:db8:1:2::/64');
+    expect(visitorNetwork('2001:0db8:0001:0002::ffff%eth0')).toBe('2001:db8:1:2::/64');
+    expect(visitorNetwork('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(visitorNetwork('::1')).toBe('0:0:0:0::/64');
+    expect(visitorKey('2001:db8:1:2::1')).toBe(visitorKey('2001:db8:1:2:ffff::9'));
+    expect(visitorKey('2001:db8:1:2::1')).not.toBe(visitorKey('2001:db8:1:3::1'));
+    expect(visitorKey('203.0.113.7')).toMatch(/^[0-9a-f]{32}$/);
+  });
+});
+
+describe('POST /web/compress for visitors', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ dbPath: ':memory:', overrides: { visitorDailyLimit: 2 } });
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it('compresses through the engine, counts per network, and refuses past the allowance with the reset time', async () => {
+    const jpeg = await smallJpeg();
+    const send = (from: string) =>
+      postFrom(`${server.url}/web/compress`, form(jpeg, { output_format: 'webp' }), {}, from);
+
+    const first = await send('127.0.0.2');
+    expect(first.status).toBe(200);
+    expect(first.headers['content-type']).toBe('image/webp');
+    expect(first.headers['x-allowance']).toBe('visitor');
+    expect(first.headers['ratelimit-limit']).toBe('2');
+    expect(first.headers['ratelimit-remaining']).toBe('1');
+    expect(Number(first.headers['x-output-size'])).toBe(first.body.length);
+    expect((await sharp(first.body).metadata()).format).toBe('webp');
+
+    expect((await send('127.0.0.2')).headers['ratelimit-remaining']).toBe('0');
+    const refused = await send('127.0.0.2');
+    expect(refused.status).toBe(429);
+    const error = JSON.parse(refused.body.toString()).error;
+    expect(error.code).toBe('QUOTA_EXCEEDED');
+    expect(error.message).toMatch(
+      /free allowance of 2 images a day is used up; it resets at 00:00 UTC \(\d{4}-\d\d-\d\dT00:00:00\.000Z\)/,
+    );
+    expect(error.details).toMatchObject({ limit: 2, used: 2 });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    expect(await server.db.visitorUsageOn(visitorKey('127.0.0.2'), quotaDay())).toBe(2);
+
+    // Another network has its own allowance.
+    const other = await send('127.0.0.3');
+    expect(other.status).toBe(200);
+    expect(other.headers['ratelimit-remaining']).toBe('1');
+  });
+
+  it('counts a refused image (a bad option) like the API does, and answers the refusal in the one error shape', async () => {
+    const bad = await postFrom(
+      `${server.url}/web/compress`,
+      form(await smallJpeg(), { quality: 'best' }),
+      {},
+      '127.0.0.4',
+    );
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.body.toString()).error).toMatchObject({ code: 'INVALID_OPTION' });
+    expect(bad.headers['ratelimit-remaining']).toBe('1');
+  });
+
+  it('answers other methods with 405 and serves the page, its script and the zip library', async () => {
+    const get = await fetch(`${server.url}/web/compress`);
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+    expect(((await get.json()) as ErrorBody).error.code).toBe('METHOD_NOT_ALLOWED');
+
+    const page = await fetch(`${server.url}/`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('<input type="file" id="file-input"');
+    expect(html).toContain('Free allowance: 2 of 2 images left today');
+
+    const script = await fetch(`${server.url}/static/compressor.js`);
+    expect(script.headers.get('content-type')).toMatch(/javascript/);
+    expect(await script.text()).toContain("from '/static/vendor/fflate.js'");
+    const fflate = await fetch(`${server.url}/static/vendor/fflate.js`);
+    expect(fflate.headers.get('content-type')).toMatch(/javascript/);
+    expect(await fflate.text()).toMatch(/export function zipSync\(/);
+  });
+});
+
+describe('POST /web/compress with the allowance turned off', () => {
+  it('answers 403 PLAN_REQUIRED and says what would work', async () => {
+    const server = await startTestServer({ dbPath: ':memory:', overrides: { visitorDailyLimit: 0 } });
+    try {
+      const res = await fetch(`${server.url}/web/compress`, {
+        method: 'POST',
+        body: form(await smallJpeg()),
+      });
+      expect(res.status).toBe(403);
+      const { error } = (await res.json()) as ErrorBody;
+      expect(error.code).toBe('PLAN_REQUIRED');
+      expect(error.message).toMatch(/Pro plan/);
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,0 +1,293 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { isIP } from 'node:net';
+import { dirname, join } from 'node:path';
+import type { Engine } from '@compresso/engine';
+import {
+  type Account,
+  type Config,
+  type Database,
+  type Logger,
+  nextReset,
+  planOf,
+  quotaDay,
+  secondsUntilReset,
+} from '@compresso/runtime';
+import { CompressoError } from '@compresso/schema';
+import express, { type Request, type Response } from 'express';
+import { compressUpload, sendCompressed } from '../compress-response.ts';
+import { sendError } from '../errors.ts';
+import type { UploadLimits } from '../multipart.ts';
+
+export interface CompressorDeps {
+  engine: Engine;
+  db: Database;
+  logger: Logger;
+  config: Config;
+  /** The app's upload limits and memory budget: web uploads share them with the API's. */
+  uploadLimits: UploadLimits;
+}
+
+/**
+ * The network a visitor's allowance is counted for: an IPv4 address, or the /64 of an IPv6 address
+ * (one household or phone is routinely given a whole /64, so per-address counting would be no limit).
+ */
+export function visitorNetwork(address: string): string {
+  const bare = address.replace(/%.*$/, '');
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(bare);
+  if (mapped) return mapped[1]!;
+  if (isIP(bare) !== 6) return bare;
+  const [head = '', tail] = bare.split('::');
+  const first = head ? head.split(':') : [];
+  const last = tail ? tail.split(':') : [];
+  const groups = [...first, ...Array(Math.max(0, 8 - first.length - last.length)).fill('0'), ...last];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
+}
+
+/**
+ * The key a visitor's count is stored under. Hashed so the table does not list addresses in the
+ * clear; this is not anonymisation (IPv4 is small enough to enumerate), and rows are pruned daily.
+ */
+export function visitorKey(address: string): string {
+  return createHash('sha256')
+    .update(`compresso-visitor:${visitorNetwork(address)}`)
+    .digest('hex')
+    .slice(0, 32);
+}
+
+/** The signed-in account, set by the session middleware (web/session.ts) when there is one. */
+function accountOf(res: Response): Account | undefined {
+  return (res.locals.session as { account?: Account } | undefined)?.account;
+}
+
+const ACCEPT = [
+  'image/jpeg',
+  'image/png',
+  'image/webp',
+  'image/avif',
+  'image/gif',
+  'image/heic',
+  'image/heif',
+  '.jpg',
+  '.jpeg',
+  '.png',
+  '.webp',
+  '.avif',
+  '.gif',
+  '.heic',
+  '.heif',
+].join(',');
+
+/** What the page says about the day's allowance before the first upload. */
+interface AllowanceView {
+  kind: 'account' | 'visitor';
+  limit: number;
+  used: number;
+  resetsInSeconds: number;
+  signedIn: boolean;
+}
+
+function describeReset(seconds: number): string {
+  const hours = Math.floor(seconds / 3600);
+  const minutes = Math.ceil((seconds % 3600) / 60);
+  return hours > 0 ? `${hours} h ${minutes} min` : `${minutes} min`;
+}
+
+function allowanceHtml(view: AllowanceView, proDailyLimit: number): string {
+  const left = Math.max(0, view.limit - view.used);
+  const reset = `resets at 00:00 UTC, in ${describeReset(view.resetsInSeconds)}`;
+  if (view.kind === 'account') {
+    return `<p id="allowance" class="allowance${left === 0 ? ' is-exhausted' : ''}">Pro plan: ${left} of ${view.limit} requests left today, shared with your API keys (${reset}).</p>`;
+  }
+  if (view.limit === 0) {
+    return `<p id="allowance" class="allowance is-exhausted">This server has no free allowance: ${view.signedIn ? 'activate Pro on your account' : '<a href="/signup">sign up</a> and activate Pro'} to compress images here.</p>`;
+  }
+  const upgrade = view.signedIn
+    ? `<a href="/account">Activate Pro</a> for ${proDailyLimit} a day.`
+    : `<a href="/signup">Sign up</a> and activate Pro for ${proDailyLimit} a day.`;
+  return `<p id="allowance" class="allowance${left === 0 ? ' is-exhausted' : ''}">Free allowance: ${left} of ${view.limit} images left today (${reset}). ${upgrade}</p>`;
+}
+
+/** The page's main content; the site layout (web/layout.ts) wraps it. */
+export function compressorContent(view: AllowanceView, config: Config): string {
+  const maxMiB = Math.floor(config.maxUploadBytes / 1024 / 1024);
+  const limitText = maxMiB >= 1 ? `up to ${maxMiB} MB each` : `up to ${config.maxUploadBytes} bytes each`;
+  return `<section class="compressor" aria-labelledby="compressor-title">
+<h1 id="compressor-title">Compress images</h1>
+<p class="lead">Drop JPEG, PNG, WebP, AVIF, GIF or HEIC images (${limitText}). They are compressed on this server and never kept. <em>Keep</em> leaves each format as it is (HEIC becomes JPEG).</p>
+<form id="compress-form" class="compress-form">
+  <fieldset class="compress-options">
+    <legend>Options</legend>
+    <div class="field">
+      <label for="opt-format">Format</label>
+      <select id="opt-format" name="output_format">
+        <option value="" selected>Keep</option>
+        <option value="jpeg">JPEG</option>
+        <option value="png">PNG</option>
+        <option value="webp">WebP</option>
+        <option value="avif">AVIF</option>
+      </select>
+    </div>
+    <div class="field field-inline">
+      <input type="checkbox" id="opt-auto" name="auto_quality" checked>
+      <label for="opt-auto">Automatic quality</label>
+    </div>
+    <div class="field">
+      <label for="opt-quality">Quality (1–100)</label>
+      <input type="number" id="opt-quality" name="quality" min="1" max="100" step="1" value="80" inputmode="numeric">
+    </div>
+    <div class="field">
+      <label for="opt-max">Maximum width or height (px)</label>
+      <input type="number" id="opt-max" name="max_dimension" min="1" max="16384" step="1" placeholder="keep size" inputmode="numeric">
+    </div>
+  </fieldset>
+  <div id="dropzone" class="dropzone">
+    <input type="file" id="file-input" class="visually-hidden" multiple accept="${ACCEPT}" aria-describedby="dropzone-help">
+    <label for="file-input" class="dropzone-label">
+      <strong>Drop images here</strong>
+      <span class="button-like">or choose files</span>
+      <small id="dropzone-help">Several at once; JPEG, PNG, WebP, AVIF, GIF, HEIC. Options apply to the images you add next.</small>
+    </label>
+  </div>
+</form>
+${allowanceHtml(view, config.proDailyLimit)}
+<p id="status" class="status" role="status" aria-live="polite"></p>
+<div class="results-actions">
+  <button type="button" id="download-all" disabled>Download all (.zip)</button>
+  <button type="button" id="clear-results" class="secondary" disabled>Clear results</button>
+</div>
+<ol id="results" class="results" aria-label="Compressed images"></ol>
+</section>`;
+}
+
+// INTERIM until web/layout.ts lands.
+function page(content: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="csrf-token" content="x"><title>Compresso</title><link rel="stylesheet" href="/static/compressor.css"><script type="module" src="/static/compressor.js"></script></head><body><main>${content}</main></body></html>`;
+}
+
+export function compressorRouter(deps: CompressorDeps): express.Router {
+  const { engine, db, logger, config, uploadLimits } = deps;
+  const router = express.Router();
+  // fflate's ES module build for browsers, served from node_modules: no CDN, no build step.
+  const fflate = readFileSync(
+    join(dirname(createRequire(import.meta.url).resolve('fflate/package.json')), 'esm', 'browser.js'),
+  );
+  let prunedBefore = '';
+
+  /** Which allowance this request draws on: the account's Pro quota, or the visitor allowance. */
+  const allowanceFor = async (req: Request, res: Response, now: Date) => {
+    const account = accountOf(res);
+    const plan = account ? planOf(account.plan, config) : undefined;
+    const day = quotaDay(now);
+    if (account && plan?.api) {
+      return {
+        kind: 'account' as const,
+        day,
+        limit: plan.dailyRequests,
+        owner: account.id,
+        used: () => db.usageOn(account.id, day),
+        consume: () => db.consumeQuota(account.id, day, plan.dailyRequests),
+        refund: () => db.refundQuota(account.id, day),
+      };
+    }
+    // Free accounts count like visitors, by network: a new account per 20 images should gain nothing.
+    const visitor = visitorKey(req.socket.remoteAddress ?? '');
+    return {
+      kind: 'visitor' as const,
+      day,
+      limit: config.visitorDailyLimit,
+      owner: `visitor:${visitor}`,
+      used: () => db.visitorUsageOn(visitor, day),
+      consume: async () => {
+        if (prunedBefore !== day) {
+          // Once a day per process: yesterday's visitor counts are never read again.
+          prunedBefore = day;
+          db.pruneVisitorUsage(day).catch((err) => logger.error({ err }, 'pruning visitor usage failed'));
+        }
+        return db.consumeVisitorQuota(visitor, day, config.visitorDailyLimit);
+      },
+      refund: () => db.refundVisitorQuota(visitor, day),
+    };
+  };
+
+  router.get('/', async (req, res) => {
+    const now = new Date();
+    const allowance = await allowanceFor(req, res, now);
+    const view: AllowanceView = {
+      kind: allowance.kind,
+      limit: allowance.limit,
+      used: await allowance.used(),
+      resetsInSeconds: secondsUntilReset(now),
+      signedIn: accountOf(res) !== undefined,
+    };
+    res.type('html').send(page(compressorContent(view, config)));
+  });
+
+  router.post('/web/compress', async (req, res) => {
+    const now = new Date();
+    const allowance = await allowanceFor(req, res, now);
+    const reset = secondsUntilReset(now);
+    const resetsAt = nextReset(now).toISOString();
+    res.setHeader('X-Allowance', allowance.kind);
+    if (allowance.limit < 1) {
+      throw new CompressoError(
+        'PLAN_REQUIRED',
+        'This server gives no free allowance: sign in with an account on the Pro plan to compress images here.',
+        { details: { required: 'pro' } },
+      );
+    }
+    const quota = await allowance.consume();
+    res.setHeader('RateLimit-Limit', String(allowance.limit));
+    res.setHeader('RateLimit-Remaining', String(Math.max(0, allowance.limit - quota.used)));
+    res.setHeader('RateLimit-Reset', String(reset));
+    if (!quota.allowed) {
+      res.setHeader('Retry-After', String(reset));
+      throw new CompressoError(
+        'QUOTA_EXCEEDED',
+        allowance.kind === 'account'
+          ? `The daily quota of ${allowance.limit} requests (shared with your API keys) is used up; it resets at 00:00 UTC (${resetsAt}).`
+          : `The free allowance of ${allowance.limit} images a day is used up; it resets at 00:00 UTC (${resetsAt}). Sign up and activate Pro for ${config.proDailyLimit} a day.`,
+        { details: { limit: allowance.limit, used: quota.used, resets_at: resetsAt } },
+      );
+    }
+    res.on('finish', () => {
+      // Our failure is not the visitor's: a 5xx gives the image back, as it does on the API.
+      if (res.statusCode >= 500) {
+        allowance.refund().catch((err) => logger.error({ err }, 'allowance refund failed'));
+      }
+    });
+    const { upload, output } = await compressUpload(engine, req, res, {
+      ...uploadLimits,
+      owner: allowance.owner,
+    });
+    sendCompressed(res, upload, output);
+  });
+
+  router.all('/web/compress', (req, res) => {
+    res.setHeader('Allow', 'POST');
+    sendError(
+      res,
+      req,
+      new CompressoError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${req.path}; use POST.`),
+    );
+  });
+
+  const staticDir = join(import.meta.dirname, 'static');
+  for (const file of ['compressor.js', 'compressor.css']) {
+    router.get(`/static/${file}`, (_req, res) => {
+      res.setHeader('Cache-Control', 'no-cache');
+      res.sendFile(join(staticDir, file));
+    });
+  }
+
+  router.get('/static/vendor/fflate.js', (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=86400');
+    res.type('text/javascript').send(fflate);
+  });
+
+  return router;
+}
