@@ -27,6 +27,7 @@ from .client import (
     _Claims,
     _option_fields,
 )
+from .errors import CompressoError
 from .models import (
     ApiKey,
     BatchItem,
@@ -100,6 +101,8 @@ class AsyncCompresso:
         self._pool.shutdown(wait=False)
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        if self._sync._closed:
+            raise CompressoError("This client is closed.")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
 
