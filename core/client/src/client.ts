@@ -1,3 +1,29 @@
+import { join, resolve } from 'node:path';
+import {
+  AbortError,
+  AuthenticationError,
+  BadRequestError,
+  CompressoError,
+  errorFromResponse,
+  PermissionError,
+  RateLimitError,
+} from './errors.ts';
+import { type PreparedInput, prepareInput } from './input.ts';
+import {
+  besideInput,
+  EXTENSIONS,
+  isDirectory,
+  looksLikeDirectory,
+  stemOf,
+  writeAtomically,
+} from './output.ts';
+import {
+  fetchTransport,
+  httpTransport,
+  type Transport,
+  type WireRequest,
+  type WireResponse,
+} from './transport.ts';
 import type {
   ApiKey,
   BatchItem,
@@ -8,60 +34,576 @@ import type {
   CreatedApiKey,
   CreateKeyOptions,
   ImageInput,
+  ImageOptions,
   InfoOptions,
   InfoResult,
+  InputFormat,
+  OutputFormat,
   RequestOptions,
   RevokedApiKey,
   Usage,
 } from './types.ts';
+import { VERSION } from './version.ts';
 
 export const DEFAULT_BASE_URL = 'http://localhost:3000';
+const DEFAULT_TIMEOUT_MS = 120_000;
+const DEFAULT_MAX_RETRIES = 2;
+/** The server's default upload limit (COMPRESSO_MAX_UPLOAD_BYTES). */
+const DEFAULT_MAX_UPLOAD_BYTES = 50 * 1024 * 1024;
+const DEFAULT_MAX_RETRY_AFTER_S = 60;
+const BACKOFF_BASE_MS = 500;
+const BACKOFF_MAX_MS = 8_000;
+
+interface CallSpec {
+  method: WireRequest['method'];
+  path: string;
+  multipart?: WireRequest['multipart'];
+  json?: unknown;
+  accept: string;
+  /**
+   * False for requests that change state on the server (creating a key): those are retried only
+   * when the answer proves nothing was done (408, 429, 503), never after a lost connection.
+   */
+  idempotent: boolean;
+}
+
+interface KeyWire {
+  id: string;
+  name: string;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  key?: string;
+}
+
+function keyOf(wire: KeyWire): ApiKey {
+  return {
+    id: wire.id,
+    name: wire.name,
+    prefix: wire.prefix,
+    createdAt: wire.created_at,
+    lastUsedAt: wire.last_used_at,
+    revokedAt: wire.revoked_at,
+  };
+}
 
 /** `client.keys`: the API keys of the caller's account. */
 export class Keys {
   readonly #client: Compresso;
+
   constructor(client: Compresso) {
     this.#client = client;
   }
+
   /** POST /api/v1/key — a new key; its secret (`key`) is only in this answer. */
-  create(_options: CreateKeyOptions = {}): Promise<CreatedApiKey> {
-    throw new Error('not implemented yet');
+  async create(options: CreateKeyOptions = {}): Promise<CreatedApiKey> {
+    const { name, ...request } = options;
+    const response = await this.#client.request(
+      {
+        method: 'POST',
+        path: '/api/v1/key',
+        json: name === undefined ? {} : { name },
+        accept: 'application/json',
+        idempotent: false,
+      },
+      request,
+    );
+    const wire = parseJson<KeyWire>(response);
+    return { ...keyOf(wire), key: String(wire.key) };
   }
+
   /** GET /api/v1/keys — the account's active keys (never a secret). */
-  list(_options: RequestOptions = {}): Promise<ApiKey[]> {
-    throw new Error('not implemented yet');
+  async list(options: RequestOptions = {}): Promise<ApiKey[]> {
+    const response = await this.#client.request(
+      { method: 'GET', path: '/api/v1/keys', accept: 'application/json', idempotent: true },
+      options,
+    );
+    return parseJson<{ keys: KeyWire[] }>(response).keys.map(keyOf);
   }
+
   /** DELETE /api/v1/keys/{id} — the key fails from the next request on. */
-  revoke(_id: string, _options: RequestOptions = {}): Promise<RevokedApiKey> {
-    throw new Error('not implemented yet');
+  async revoke(id: string, options: RequestOptions = {}): Promise<RevokedApiKey> {
+    if (typeof id !== 'string' || id === '') {
+      throw new BadRequestError('INVALID_OPTION', `id: expected a key id, received ${JSON.stringify(id)}.`);
+    }
+    const response = await this.#client.request(
+      {
+        method: 'DELETE',
+        path: `/api/v1/keys/${encodeURIComponent(id)}`,
+        accept: 'application/json',
+        idempotent: true,
+      },
+      options,
+    );
+    const wire = parseJson<{ id: string }>(response);
+    return { id: wire.id, revoked: true };
   }
 }
 
+function parseJson<T>(response: WireResponse): T {
+  const text = Buffer.from(response.body.buffer, response.body.byteOffset, response.body.byteLength).toString(
+    'utf8',
+  );
+  try {
+    return JSON.parse(text) as T;
+  } catch (cause) {
+    throw new CompressoError(
+      'INVALID_RESPONSE',
+      `The server answered ${response.status} with something that is not JSON.`,
+      {
+        status: response.status,
+        requestId: response.headers['x-request-id'],
+        cause,
+      },
+    );
+  }
+}
+
+function fields(options: ImageOptions): Record<string, string> {
+  const form: Record<string, string> = {};
+  if (options.quality !== undefined) form['quality'] = String(options.quality);
+  if (options.format !== undefined) form['output_format'] = String(options.format);
+  if (options.maxDimension !== undefined) form['max_dimension'] = String(options.maxDimension);
+  if (options.stripExif !== undefined) form['strip_exif'] = String(options.stripExif);
+  if (options.pngToJpeg !== undefined) form['png_to_jpeg'] = String(options.pngToJpeg);
+  return form;
+}
+
+function numberHeader(headers: Record<string, string>, name: string): number {
+  const value = Number(headers[name]);
+  if (headers[name] === undefined || !Number.isFinite(value)) {
+    throw new CompressoError('INVALID_RESPONSE', `The server's answer lacks the ${name} header.`, {
+      requestId: headers['x-request-id'],
+    });
+  }
+  return value;
+}
+
+function filenameOf(headers: Record<string, string>, fallback: string): string {
+  const match = /filename="([^"]*)"/i.exec(headers['content-disposition'] ?? '');
+  return match?.[1] || fallback;
+}
+
+function resultOf(
+  response: WireResponse,
+  outputPath: string | null,
+  format: OutputFormat,
+  filename: string,
+): CompressResult {
+  const h = response.headers;
+  const data = Buffer.from(response.body.buffer, response.body.byteOffset, response.body.byteLength);
+  const result: CompressResult = {
+    data,
+    outputPath,
+    inputSize: numberHeader(h, 'x-input-size'),
+    outputSize: numberHeader(h, 'x-output-size'),
+    savingsPercent: numberHeader(h, 'x-savings-percent'),
+    width: numberHeader(h, 'x-width'),
+    height: numberHeader(h, 'x-height'),
+    inputWidth: numberHeader(h, 'x-input-width'),
+    inputHeight: numberHeader(h, 'x-input-height'),
+    inputFormat: (h['x-input-format'] ?? '') as InputFormat,
+    format,
+    quality: numberHeader(h, 'x-quality'),
+    autoQuality: h['x-auto-quality'] === 'true',
+    optimized: h['x-optimized'] !== 'false',
+    metadataStripped: h['x-metadata-stripped'] === 'true',
+    contentType: h['content-type'] ?? 'application/octet-stream',
+    filename,
+    requestId: h['x-request-id'],
+  };
+  if (h['x-score'] !== undefined) result.score = Number(h['x-score']);
+  return result;
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolveSleep, reject) => {
+    if (signal?.aborted) {
+      reject(
+        new AbortError('ABORTED', 'The request was aborted while waiting to retry.', {
+          cause: signal.reason,
+        }),
+      );
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(
+        new AbortError('ABORTED', 'The request was aborted while waiting to retry.', {
+          cause: signal?.reason,
+        }),
+      );
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolveSleep();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Exponential backoff with jitter, so many clients failing together do not retry in step. */
+function backoffMs(attempt: number): number {
+  const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** attempt);
+  return Math.round(ceiling * (0.5 + Math.random() * 0.5));
+}
+
+/**
+ * Whether an answer may be retried, and after how long at least (the server's Retry-After, in ms).
+ * The server's `X-Should-Retry` wins when present; the daily quota (`QUOTA_EXCEEDED`) is never
+ * retried — it resets at midnight UTC, and retrying would only burn requests.
+ */
+function retryDecision(error: CompressoError, idempotent: boolean): boolean {
+  const shouldRetry = error.headers?.['x-should-retry'];
+  if (shouldRetry === 'false') return false;
+  if (error.code === 'QUOTA_EXCEEDED') return false;
+  if (shouldRetry === 'true') return true;
+  const status = error.status ?? 0;
+  if (status === 408) return true;
+  if (status === 429) return error instanceof RateLimitError && error.retryAfter !== undefined;
+  if (status === 503) return true;
+  if (!idempotent) return false;
+  // 501 (a feature not configured) will not change by retrying.
+  return status >= 500 && status !== 501;
+}
+
+/**
+ * The Compresso API client. One instance per key; it holds no connection state, so it is safe to
+ * share across concurrent calls.
+ */
 export class Compresso {
   readonly baseUrl: string;
   readonly keys: Keys;
+  readonly timeout: number;
+  readonly maxRetries: number;
+  readonly maxUploadBytes: number;
+  readonly maxRetryAfter: number;
+  readonly #apiKey: string;
+  readonly #transport: Transport;
 
   constructor(apiKey?: string, options: ClientOptions = {}) {
-    this.baseUrl = options.baseUrl ?? DEFAULT_BASE_URL;
+    const env = options.env ?? (typeof process === 'object' ? process.env : {});
+    const key = apiKey ?? env['COMPRESSO_API_KEY'];
+    if (typeof key !== 'string' || key.trim() === '') {
+      throw new AuthenticationError(
+        'MISSING_API_KEY',
+        'No API key: pass one to new Compresso(apiKey) or set COMPRESSO_API_KEY. Keys come from `compresso keys create` or POST /api/v1/key.',
+      );
+    }
+    this.#apiKey = key.trim();
+    const base = options.baseUrl ?? env['COMPRESSO_BASE_URL'] ?? DEFAULT_BASE_URL;
+    let url: URL;
+    try {
+      url = new URL(base);
+    } catch (cause) {
+      throw new BadRequestError(
+        'INVALID_OPTION',
+        `baseUrl: expected an http(s) URL, received ${JSON.stringify(base)}.`,
+        {
+          cause,
+        },
+      );
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new BadRequestError(
+        'INVALID_OPTION',
+        `baseUrl: expected an http(s) URL, received ${JSON.stringify(base)}.`,
+      );
+    }
+    // Accept the server root or the API root alike: both `https://host` and `https://host/api/v1`.
+    this.baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, '').replace(/\/api\/v1$/, '')}`;
+    this.timeout = positive(options.timeout, DEFAULT_TIMEOUT_MS, 'timeout');
+    this.maxRetries = nonNegativeInteger(options.maxRetries, DEFAULT_MAX_RETRIES, 'maxRetries');
+    this.maxUploadBytes = positive(options.maxUploadBytes, DEFAULT_MAX_UPLOAD_BYTES, 'maxUploadBytes');
+    this.maxRetryAfter = positive(options.maxRetryAfter, DEFAULT_MAX_RETRY_AFTER_S, 'maxRetryAfter');
+    const fetchImpl =
+      options.fetch ?? (typeof globalThis.fetch === 'function' ? globalThis.fetch : undefined);
+    this.#transport = fetchImpl ? fetchTransport(fetchImpl) : httpTransport();
     this.keys = new Keys(this);
-    void apiKey;
   }
 
-  compress(_input: ImageInput, _options: CompressOptions = {}): Promise<CompressResult> {
-    throw new Error('not implemented yet');
+  /** POST /api/v1/compress: the compressed bytes, written to a file as `output` says, and the facts. */
+  async compress(input: ImageInput, options: CompressOptions = {}): Promise<CompressResult> {
+    const prepared = await prepareInput(input, { maxBytes: this.maxUploadBytes, filename: options.filename });
+    return this.#compressPrepared(prepared, options, undefined);
   }
 
-  info(_input: ImageInput, _options: InfoOptions = {}): Promise<InfoResult> {
-    throw new Error('not implemented yet');
+  async #compressPrepared(
+    prepared: PreparedInput,
+    options: CompressOptions,
+    batchTarget: { dir: string; stem: string } | undefined,
+  ): Promise<CompressResult> {
+    const explicit = options.output;
+    // An explicit file path that is the input is refused before spending a request on it.
+    if (typeof explicit === 'string' && !looksLikeDirectory(explicit) && !(await isDirectory(explicit))) {
+      this.#refuseOverwrite(resolve(explicit), prepared, options);
+    }
+    const response = await this.request(
+      {
+        method: 'POST',
+        path: '/api/v1/compress',
+        multipart: { file: prepared, fields: fields(options) },
+        accept: '*/*',
+        idempotent: true,
+      },
+      options,
+    );
+    const format = (response.headers['x-output-format'] ?? '') as OutputFormat;
+    const ext = EXTENSIONS[format] ?? format;
+    const filename = filenameOf(response.headers, `${stemOf(prepared.filename)}.${ext}`);
+    let target: string | null = null;
+    if (batchTarget) {
+      target = join(batchTarget.dir, `${batchTarget.stem}.${ext}`);
+    } else if (typeof explicit === 'string') {
+      target =
+        looksLikeDirectory(explicit) || (await isDirectory(explicit))
+          ? join(explicit, prepared.path ? `${stemOf(prepared.path)}.${ext}` : filename)
+          : explicit;
+    } else if (explicit === undefined && prepared.path) {
+      target = besideInput(prepared.path, ext);
+    }
+    let outputPath: string | null = null;
+    if (target !== null) {
+      this.#refuseOverwrite(resolve(target), prepared, options);
+      outputPath = await writeAtomically(target, response.body);
+    }
+    return resultOf(response, outputPath, format, filename);
   }
 
-  compressBatch(_inputs: readonly ImageInput[], _options: CompressBatchOptions = {}): Promise<BatchItem[]> {
-    throw new Error('not implemented yet');
+  #refuseOverwrite(target: string, prepared: PreparedInput, options: CompressOptions): void {
+    if (prepared.path && target === prepared.path && !options.overwrite) {
+      throw new BadRequestError(
+        'INVALID_OPTION',
+        `output: ${target} is the input file; pass overwrite: true to replace it, or choose another path.`,
+        { details: [{ field: 'output', expected: 'a path other than the input', received: target }] },
+      );
+    }
   }
 
-  usage(_options: RequestOptions = {}): Promise<Usage> {
-    throw new Error('not implemented yet');
+  /** POST /api/v1/info: what compression would give, as the server's JSON; nothing is written. */
+  async info(input: ImageInput, options: InfoOptions = {}): Promise<InfoResult> {
+    const prepared = await prepareInput(input, { maxBytes: this.maxUploadBytes, filename: options.filename });
+    const response = await this.request(
+      {
+        method: 'POST',
+        path: '/api/v1/info',
+        multipart: { file: prepared, fields: fields(options) },
+        accept: 'application/json',
+        idempotent: true,
+      },
+      options,
+    );
+    return parseJson<InfoResult>(response);
   }
+
+  /**
+   * Compress many inputs, `concurrency` at a time. Never rejects for one input: each item says
+   * `ok` with its result or its typed error. Once the key is refused (401/403) or the daily quota
+   * is used up, the inputs not yet sent fail with that same error instead of spending requests.
+   */
+  async compressBatch(
+    inputs: readonly ImageInput[],
+    options: CompressBatchOptions = {},
+  ): Promise<BatchItem[]> {
+    const { outputDir, concurrency: wanted, onProgress, ...compressOptions } = options;
+    const concurrency = nonNegativeInteger(wanted, 2, 'concurrency') || 1;
+    const total = inputs.length;
+    const items: BatchItem[] = new Array(total);
+    const stems = outputDir === undefined ? undefined : batchStems(inputs);
+    let next = 0;
+    let completed = 0;
+    let fatal: CompressoError | undefined;
+
+    const finish = (item: BatchItem) => {
+      items[item.index] = item;
+      completed++;
+      if (!onProgress) return;
+      try {
+        onProgress({ completed, total, item });
+      } catch (error) {
+        // A faulty progress callback must not lose the batch; it is reported, not swallowed.
+        process.emitWarning(`compressBatch onProgress threw: ${String(error)}`);
+      }
+    };
+
+    const worker = async () => {
+      while (next < total) {
+        const index = next++;
+        const input = inputs[index]!;
+        const label = typeof input === 'string' ? input : `#${index}`;
+        if (fatal) {
+          finish({ index, input: label, ok: false, error: fatal });
+          continue;
+        }
+        try {
+          const prepared = await prepareInput(input, { maxBytes: this.maxUploadBytes, filename: undefined });
+          const target =
+            outputDir !== undefined && stems ? { dir: outputDir, stem: stems[index]! } : undefined;
+          const result = await this.#compressPrepared(prepared, compressOptions, target);
+          finish({ index, input: typeof input === 'string' ? input : prepared.label, ok: true, result });
+        } catch (caught) {
+          const error = asCompressoError(caught);
+          if (
+            error instanceof AuthenticationError ||
+            error instanceof PermissionError ||
+            error instanceof AbortError ||
+            (error instanceof RateLimitError && error.quotaExceeded)
+          ) {
+            fatal ??= error;
+          }
+          finish({ index, input: label, ok: false, error });
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(total, 1)) }, worker));
+    return items;
+  }
+
+  /** GET /api/v1/usage: the plan and today's count (this request included). */
+  async usage(options: RequestOptions = {}): Promise<Usage> {
+    const response = await this.request(
+      { method: 'GET', path: '/api/v1/usage', accept: 'application/json', idempotent: true },
+      options,
+    );
+    const wire = parseJson<{
+      plan: string;
+      day: string;
+      used: number;
+      limit: number;
+      remaining: number;
+      resets_at: string;
+      resets_in_seconds: number;
+    }>(response);
+    return {
+      plan: wire.plan,
+      day: wire.day,
+      used: wire.used,
+      limit: wire.limit,
+      remaining: wire.remaining,
+      resetsAt: wire.resets_at,
+      resetsInSeconds: wire.resets_in_seconds,
+    };
+  }
+
+  /**
+   * One call with its retries. Internal (used by `keys`), not part of the documented surface.
+   * @internal
+   */
+  async request(spec: CallSpec, options: RequestOptions): Promise<WireResponse> {
+    const maxRetries = nonNegativeInteger(options.maxRetries, this.maxRetries, 'maxRetries');
+    const timeoutMs = positive(options.timeout, this.timeout, 'timeout');
+    const signal = options.signal;
+    const wire: WireRequest = {
+      method: spec.method,
+      url: `${this.baseUrl}${spec.path}`,
+      headers: {
+        authorization: `Bearer ${this.#apiKey}`,
+        accept: spec.accept,
+        'user-agent': `compresso-node/${VERSION} node/${process.version}`,
+      },
+      ...(spec.multipart ? { multipart: spec.multipart } : {}),
+      ...(spec.json !== undefined ? { json: spec.json } : {}),
+    };
+    for (let attempt = 0; ; attempt++) {
+      let error: CompressoError;
+      try {
+        const response = await this.#attempt(wire, timeoutMs, signal);
+        if (response.status < 400) return response;
+        error = errorFromResponse(response.status, response.headers, response.body);
+      } catch (caught) {
+        error = asCompressoError(caught);
+        if (error instanceof AbortError || error.status !== undefined) throw error;
+        const refused = (error.details as { code?: string } | undefined)?.code === 'ECONNREFUSED';
+        const retryable = error.code === 'CONNECTION_ERROR' || error.code === 'TIMEOUT';
+        if (!retryable || attempt >= maxRetries || !(spec.idempotent || refused)) throw error;
+        await sleep(backoffMs(attempt), signal);
+        continue;
+      }
+      if (attempt >= maxRetries || !retryDecision(error, spec.idempotent)) throw error;
+      const retryAfter = error instanceof RateLimitError ? error.retryAfter : undefined;
+      const fromHeader = retryAfter ?? parseRetryAfterHeader(error.headers);
+      // A server asking for a longer pause than the cap gets its error back now, with retryAfter,
+      // rather than a process blocked for minutes.
+      if (fromHeader !== undefined && fromHeader > this.maxRetryAfter) throw error;
+      await sleep(fromHeader !== undefined ? fromHeader * 1000 : backoffMs(attempt), signal);
+    }
+  }
+
+  async #attempt(
+    wire: WireRequest,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<WireResponse> {
+    // AbortSignal.any() is not on Node 16/18: one controller per attempt, fed by the timer and the caller.
+    const controller = new AbortController();
+    let reason: 'timeout' | 'aborted' = 'aborted';
+    const timer = setTimeout(() => {
+      reason = 'timeout';
+      controller.abort(new Error(`timeout after ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onAbort = () => controller.abort(signal?.reason);
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await this.#transport(wire, { signal: controller.signal, reason: () => reason, timeoutMs });
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+}
+
+function parseRetryAfterHeader(headers: Record<string, string> | undefined): number | undefined {
+  const value = headers?.['retry-after'];
+  if (value === undefined) return undefined;
+  const seconds = Number(value);
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
+}
+
+/** Output stems for a batch, in input order: a stem seen before gets `-2`, `-3`… */
+function batchStems(inputs: readonly ImageInput[]): string[] {
+  const seen = new Map<string, number>();
+  return inputs.map((input, index) => {
+    const name = typeof input === 'string' ? input : (input as { name?: unknown; path?: unknown }).name;
+    const streamPath = typeof input === 'object' ? (input as { path?: unknown }).path : undefined;
+    const source =
+      typeof name === 'string' ? name : typeof streamPath === 'string' ? streamPath : `image-${index + 1}`;
+    const stem = stemOf(source);
+    const key = stem.toLowerCase();
+    const count = (seen.get(key) ?? 0) + 1;
+    seen.set(key, count);
+    return count === 1 ? stem : `${stem}-${count}`;
+  });
+}
+
+function asCompressoError(error: unknown): CompressoError {
+  if (error instanceof CompressoError) return error;
+  return new CompressoError('CLIENT_ERROR', error instanceof Error ? error.message : String(error), {
+    cause: error,
+  });
+}
+
+function positive(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) {
+    throw new BadRequestError(
+      'INVALID_OPTION',
+      `${name}: expected a positive number, received ${String(value)}.`,
+    );
+  }
+  return value;
+}
+
+function nonNegativeInteger(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 0) {
+    throw new BadRequestError(
+      'INVALID_OPTION',
+      `${name}: expected an integer of 0 or more, received ${String(value)}.`,
+    );
+  }
+  return value;
 }
 
 /** Same as `new Compresso(apiKey, options)`. */
