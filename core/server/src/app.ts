@@ -24,6 +24,7 @@ import { sendContinue } from './expect-continue.ts';
 import { createMetrics, type Metrics, metricsEndpoint } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
 import { createUploadBudget } from './upload-budget.ts';
+import { compressorRouter } from './web/compressor.ts';
 
 export interface AppDeps {
   engine: Engine;
@@ -203,6 +204,8 @@ export function createApp(deps: AppDeps): express.Express {
       resets_in_seconds: secondsUntilReset(now),
     });
   });
+
+  app.use(compressorRouter({ engine, db, logger, config, uploadLimits }));
 
   for (const [path, methods] of Object.entries(ROUTES)) {
     app.all(path, (req, res) => {
