@@ -85,7 +85,9 @@ class PermissionDeniedError(APIError):
 
 class BadRequestError(APIError):
     """400 and other refusals of the request itself: INVALID_OPTION (``details`` names each field,
-    what it accepts and what was received), MISSING_FILE, INVALID_REQUEST, METHOD_NOT_ALLOWED, CONFLICT."""
+    what it accepts and what was received), MISSING_FILE, INVALID_REQUEST, URL_NOT_ALLOWED,
+    METHOD_NOT_ALLOWED, CONFLICT, and REQUEST_TIMEOUT (408: the upload stalled; retried before it is
+    raised)."""
 
     @property
     def fields(self) -> list:
@@ -104,8 +106,8 @@ class TooLargeError(APIError):
 
 
 class UnsupportedImageError(APIError):
-    """415/422 from the engine: NOT_AN_IMAGE, UNSUPPORTED_FORMAT, EMPTY_FILE, CORRUPT_IMAGE,
-    TOO_MANY_FRAMES, PROCESSING_TIMEOUT."""
+    """415/422, the input is not a usable image: NOT_AN_IMAGE, UNSUPPORTED_FORMAT, EMPTY_FILE,
+    CORRUPT_IMAGE, TOO_MANY_FRAMES, PROCESSING_TIMEOUT, URL_FETCH_FAILED."""
 
 
 class RateLimitError(APIError):
@@ -149,6 +151,8 @@ _BY_CODE: Dict[str, Type[APIError]] = {
     "MISSING_FILE": BadRequestError,
     "METHOD_NOT_ALLOWED": BadRequestError,
     "CONFLICT": BadRequestError,
+    "REQUEST_TIMEOUT": BadRequestError,
+    "URL_NOT_ALLOWED": BadRequestError,
     "NOT_FOUND": NotFoundError,
     "FILE_TOO_LARGE": TooLargeError,
     "IMAGE_TOO_LARGE": TooLargeError,
@@ -158,6 +162,7 @@ _BY_CODE: Dict[str, Type[APIError]] = {
     "CORRUPT_IMAGE": UnsupportedImageError,
     "TOO_MANY_FRAMES": UnsupportedImageError,
     "PROCESSING_TIMEOUT": UnsupportedImageError,
+    "URL_FETCH_FAILED": UnsupportedImageError,
     "QUOTA_EXCEEDED": RateLimitError,
     "RATE_LIMITED": RateLimitError,
     "INTERNAL_ERROR": ServerError,

@@ -1,0 +1,142 @@
+"""The Python models against the JSON Schema @compresso/schema exports: any drift fails the build.
+
+``export-schema.ts`` runs on the repository's Node and prints the OpenAPI components (JSON Schema
+2020-12, exactly what the server publishes) and the tables they come from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import subprocess
+import typing
+import unittest
+
+from _support import HERE, node_binary
+
+from compresso import errors, models
+from compresso.async_client import AsyncCompresso
+from compresso.client import Compresso
+
+#: Each wire field of the compress/info form and the Python parameter that sends it.
+PARAMETER_FOR_FIELD = {
+    "quality": "quality",
+    "output_format": "format",
+    "max_dimension": "max_dimension",
+    "strip_exif": "strip_exif",
+    "png_to_jpeg": "png_to_jpeg",
+}
+
+JSON_TO_PYTHON = {"integer": int, "number": float, "boolean": bool, "string": str}
+
+
+def load_export() -> dict:
+    done = subprocess.run(
+        [node_binary(), str(HERE / "export-schema.ts")], capture_output=True, text=True, timeout=60
+    )
+    if done.returncode != 0:
+        raise AssertionError(f"export-schema.ts failed ({done.returncode}):\n{done.stderr}")
+    return json.loads(done.stdout)
+
+
+class SchemaDriftTests(unittest.TestCase):
+    export: dict
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.export = load_export()
+        cls.components = cls.export["components"]
+        cls.tables = cls.export["tables"]
+
+    def test_error_codes_and_statuses(self) -> None:
+        self.assertEqual(models.ERROR_STATUS, self.tables["ERROR_STATUS"])
+        enum = self.components["ErrorBody"]["properties"]["error"]["properties"]["code"]["enum"]
+        self.assertEqual(set(enum), set(models.ERROR_STATUS))
+        body_fields = set(self.components["ErrorBody"]["properties"]["error"]["properties"])
+        self.assertEqual(body_fields, {"code", "message", "details", "request_id"})
+        self.assertIn("field", self.components["FieldProblem"]["properties"])
+
+    def test_every_code_has_its_error_class(self) -> None:
+        for code, status in self.tables["ERROR_STATUS"].items():
+            with self.subTest(code=code):
+                self.assertTrue(code in errors._BY_CODE, f"{code} has no error class in errors._BY_CODE")
+                body = json.dumps({"error": {"code": code, "message": "m", "request_id": "r"}}).encode()
+                error = errors.error_from_response(status, body, {})
+                self.assertIsInstance(error, errors._BY_CODE[code])
+                self.assertEqual((error.status, error.code, error.request_id), (status, code, "r"))
+                if status >= 500:
+                    self.assertIsInstance(error, errors.ServerError)
+                elif status == 429:
+                    self.assertIsInstance(error, errors.RateLimitError)
+
+    def test_formats(self) -> None:
+        info = self.components["InfoResult"]["properties"]
+        self.assertEqual(list(models.OUTPUT_FORMATS), info["output_format"]["enum"])
+        self.assertEqual(list(models.INPUT_FORMATS), info["input_format"]["enum"])
+        self.assertEqual(list(models.OUTPUT_FORMATS), self.tables["OUTPUT_FORMATS"])
+        self.assertEqual(list(typing.get_args(models.OutputFormat)), info["output_format"]["enum"])
+        self.assertEqual(list(typing.get_args(models.InputFormat)), info["input_format"]["enum"])
+        self.assertEqual(models.FILE_EXTENSIONS, self.tables["FILE_EXTENSIONS"])
+
+    def test_compress_options(self) -> None:
+        options = self.components["CompressOptions"]
+        self.assertEqual(list(options["properties"]), list(models.COMPRESS_OPTION_FIELDS))
+        self.assertFalse(options["additionalProperties"])
+        quality = next(a for a in options["properties"]["quality"]["anyOf"] if a["type"] == "integer")
+        self.assertEqual((quality["minimum"], quality["maximum"]), (models.QUALITY_MIN, models.QUALITY_MAX))
+        dimension = next(a for a in options["properties"]["max_dimension"]["anyOf"] if a["type"] == "integer")
+        self.assertEqual((dimension["minimum"], dimension["maximum"]), (1, models.MAX_DIMENSION_LIMIT))
+        self.assertEqual(models.MAX_DIMENSION_LIMIT, self.tables["MAX_DIMENSION_LIMIT"])
+        self.assertEqual(models.DEFAULT_QUALITY, self.tables["DEFAULT_QUALITY"])
+        self.assertEqual(set(PARAMETER_FOR_FIELD), set(options["properties"]))
+
+    def test_every_option_is_a_parameter_of_every_image_method(self) -> None:
+        methods = [
+            Compresso.compress,
+            Compresso.info,
+            Compresso.compress_batch,
+            AsyncCompresso.compress,
+            AsyncCompresso.info,
+            AsyncCompresso.compress_batch,
+        ]
+        for method in methods:
+            with self.subTest(method=method.__qualname__):
+                params = set(inspect.signature(method).parameters)
+                self.assertLessEqual(set(PARAMETER_FOR_FIELD.values()), params)
+
+    def _check_fields(self, cls: type, schema: dict, optional_extra: typing.Set[str] = frozenset()) -> None:
+        hints = typing.get_type_hints(cls)
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        required = set(schema["required"])
+        for name, prop in schema["properties"].items():
+            with self.subTest(cls=cls.__name__, field=name):
+                self.assertIn(name, fields, f"{cls.__name__} lacks {name}")
+                hint = hints[name]
+                if name not in required or name in optional_extra:
+                    args = typing.get_args(hint)
+                    self.assertEqual(typing.get_origin(hint), typing.Union, f"{name} must be Optional")
+                    self.assertIn(type(None), args)
+                    hint = next(a for a in args if a is not type(None))
+                    has_default = fields[name].default is not dataclasses.MISSING
+                    self.assertTrue(has_default, f"{name} is optional in the schema: give it a default")
+                else:
+                    self.assertIs(fields[name].default, dataclasses.MISSING, f"{name} is required")
+                if "enum" in prop:
+                    self.assertEqual(typing.get_origin(hint), typing.Literal)
+                    self.assertEqual(list(typing.get_args(hint)), prop["enum"])
+                else:
+                    self.assertIs(hint, JSON_TO_PYTHON[prop["type"]])
+
+    def test_info_result_fields_and_types(self) -> None:
+        schema = self.components["InfoResult"]
+        self._check_fields(models.InfoResult, schema)
+        self.assertEqual({f.name for f in dataclasses.fields(models.InfoResult)}, set(schema["properties"]))
+
+    def test_compress_result_carries_every_info_field(self) -> None:
+        # The compress answer reports its facts in X-* headers; frames is not among them, hence Optional.
+        self._check_fields(models.CompressResult, self.components["InfoResult"], optional_extra={"frames"})
+
+
+if __name__ == "__main__":
+    unittest.main()
