@@ -1,0 +1,129 @@
+import { CompressOptionsSchema, InfoResultSchema } from '@compresso/schema';
+import { z } from 'zod';
+
+/**
+ * The tools' input and output shapes. Every option field is @compresso/schema's own zod field —
+ * ranges, accepted spellings, defaults and descriptions included — so the tools cannot drift from
+ * what the server accepts; only what is MCP-specific (paths, overwrite, the batch envelope) is new.
+ */
+const option = CompressOptionsSchema.shape;
+
+/** Largest batch in one call: a batch holds every result in memory and an assistant waits for it. */
+export const MAX_BATCH_FILES = 100;
+/** Results up to this size are also returned as image content, so the assistant can look at them. */
+export const IMAGE_CONTENT_LIMIT = 256 * 1024;
+
+const imageOptions = {
+  quality: option.quality,
+  max_dimension: option.max_dimension,
+  output_format: option.output_format,
+  strip_exif: option.strip_exif,
+  png_to_jpeg: option.png_to_jpeg,
+};
+
+const filePath = z
+  .string()
+  .min(1)
+  .describe(
+    'Absolute path of the image (JPEG, PNG, WebP, AVIF, GIF, TIFF or HEIC/HEIF) on the machine running this server.',
+  );
+
+const overwrite = z
+  .boolean()
+  .default(false)
+  .describe(
+    'Allow replacing an existing file at output_path, the source image included. Default false: the source is never replaced unless this is true.',
+  );
+
+export const compressImageInput = {
+  file_path: filePath,
+  output_path: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'Absolute path of the file to write, or of an existing directory to write <name>.<extension> into. Default: <name>.compressed.<extension> beside the source (an earlier result of that name is replaced). An existing file is only replaced with overwrite: true.',
+    ),
+  ...imageOptions,
+  overwrite,
+  include_image: z
+    .boolean()
+    .default(true)
+    .describe(
+      `Also return the compressed image as image content when it is at most ${IMAGE_CONTENT_LIMIT / 1024} KB and JPEG, PNG, WebP or GIF. Default true.`,
+    ),
+};
+
+export const imageInfoInput = {
+  file_path: filePath,
+  ...imageOptions,
+};
+
+export const compressBatchInput = {
+  file_paths: z
+    .array(filePath)
+    .min(1)
+    .max(MAX_BATCH_FILES)
+    .describe(`Absolute paths of the images, 1 to ${MAX_BATCH_FILES}.`),
+  output_dir: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'Absolute path of a directory for the results (created when missing): <name>.<extension> each, a name used twice gets -2, -3…; files of those names there are replaced, a source never. Default: each result beside its source as <name>.compressed.<extension>.',
+    ),
+  ...imageOptions,
+};
+
+/** What one compression did: the schema's InfoResult (frames aside: the compress answer does not carry it). */
+const compressFacts = InfoResultSchema.omit({ frames: true }).shape;
+
+export const compressImageOutput = {
+  file_path: z.string().describe('The source image (unchanged unless overwrite was asked).'),
+  output_path: z.string().describe('The file written.'),
+  ...compressFacts,
+};
+
+export const imageInfoOutput = {
+  file_path: z.string().describe('The image examined; nothing was written.'),
+  ...InfoResultSchema.shape,
+};
+
+const itemError = z
+  .object({
+    code: z.string().describe('Stable error code (@compresso/schema), e.g. NOT_AN_IMAGE, CORRUPT_IMAGE.'),
+    message: z.string(),
+    status: z.int().optional().describe('HTTP status, when the server answered.'),
+    retry_after_seconds: z.int().optional(),
+    resets_at: z.string().optional(),
+  })
+  .describe('Why this file failed.');
+
+export const compressBatchOutput = {
+  total: z.int().nonnegative(),
+  succeeded: z.int().nonnegative(),
+  failed: z.int().nonnegative(),
+  input_size: z.int().nonnegative().describe('Bytes of the sources that succeeded.'),
+  output_size: z.int().nonnegative().describe('Bytes of their results.'),
+  savings_percent: z
+    .number()
+    .describe('Share saved over the files that succeeded, in percent, rounded to 0.1.'),
+  results: z
+    .array(
+      z.union([
+        z.object({ file_path: z.string(), ok: z.literal(true), output_path: z.string(), ...compressFacts }),
+        z.object({ file_path: z.string(), ok: z.literal(false), error: itemError }),
+      ]),
+    )
+    .describe('One entry per file, in the order given.'),
+};
+
+export const usageOutput = {
+  plan: z.string().describe('The account plan, e.g. pro.'),
+  day: z.string().describe('The quota day (UTC), YYYY-MM-DD.'),
+  used: z.int().nonnegative().describe('Requests counted today, this one included.'),
+  limit: z.int().nonnegative().describe('Requests allowed per day.'),
+  remaining: z.int().nonnegative(),
+  resets_at: z.string().describe('When the count resets (00:00 UTC), ISO 8601.'),
+  resets_in_seconds: z.int().nonnegative(),
+};
