@@ -6,18 +6,88 @@ const esc = (text: unknown): string =>
     (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
   );
 
+/** `#/components/schemas/InfoResult` → a link to that schema's section. */
+function schemaLink(ref: string): string {
+  const name = ref.replace(/^#\/components\/schemas\//, '');
+  return `<a href="#schema-${esc(name)}">${esc(name)}</a>`;
+}
+
+function typeOf(prop: Json): string {
+  if (typeof prop.$ref === 'string') return schemaLink(prop.$ref);
+  if (prop.enum) return `one of ${(prop.enum as unknown[]).map((v) => `<code>${esc(v)}</code>`).join(', ')}`;
+  if (prop.anyOf || prop.oneOf) {
+    return ((prop.anyOf ?? prop.oneOf) as Json[]).map((p) => typeOf(p) || 'value').join(' or ');
+  }
+  if (prop.type === 'array' && prop.items) return `array of ${typeOf(prop.items as Json)}`;
+  if (prop.const !== undefined) return `<code>${esc(JSON.stringify(prop.const))}</code>`;
+  const type = Array.isArray(prop.type) ? prop.type.join(' | ') : String(prop.type ?? '');
+  return esc(prop.format ? `${type} (${prop.format})` : type);
+}
+
 function schemaTable(schema: Json): string {
   const properties = (schema.properties ?? {}) as Record<string, Json>;
   const required = new Set((schema.required ?? []) as string[]);
-  const rows = Object.entries(properties).map(([name, prop]) => {
-    const type =
-      prop.type ??
-      (prop.enum ? `one of ${(prop.enum as unknown[]).join(', ')}` : prop.anyOf ? 'see description' : '');
-    return `<tr><td><code>${esc(name)}</code>${required.has(name) ? ' *' : ''}</td><td>${esc(Array.isArray(type) ? type.join(' | ') : type)}</td><td>${esc(prop.description)}</td></tr>`;
-  });
+  const rows = Object.entries(properties).map(
+    ([name, prop]) =>
+      `<tr><td><code>${esc(name)}</code>${required.has(name) ? ' <abbr title="required">*</abbr>' : ''}</td><td>${typeOf(prop)}</td><td>${esc(prop.description)}</td></tr>`,
+  );
   return rows.length
-    ? `<table><tr><th>Field</th><th>Type</th><th>Meaning</th></tr>${rows.join('')}</table>`
+    ? `<div class="table"><table><thead><tr><th scope="col">Field</th><th scope="col">Type</th><th scope="col">Meaning</th></tr></thead><tbody>${rows.join('')}</tbody></table></div>`
     : '';
+}
+
+/** What a body holds: a link to a named schema, the fields of an inline one, or just its media types. */
+function bodyHtml(content: Record<string, Json> | undefined): string {
+  if (!content) return '';
+  const plain: string[] = [];
+  const described: string[] = [];
+  for (const [type, media] of Object.entries(content)) {
+    const schema = (media.schema ?? {}) as Json;
+    const items = schema.items as Json | undefined;
+    if (typeof schema.$ref === 'string') {
+      described.push(`<p class="media"><code>${esc(type)}</code> ${schemaLink(schema.$ref)}</p>`);
+    } else if (schema.properties) {
+      described.push(`<p class="media"><code>${esc(type)}</code></p>${schemaTable(schema)}`);
+    } else if (schema.type === 'array' && typeof items?.$ref === 'string') {
+      described.push(`<p class="media"><code>${esc(type)}</code> array of ${schemaLink(items.$ref)}</p>`);
+    } else {
+      plain.push(`<code>${esc(type)}</code>`);
+    }
+  }
+  return (plain.length ? `<p class="media">${plain.join(', ')}</p>` : '') + described.join('');
+}
+
+/** Response headers, folded away: they matter to some readers and would drown the rest. */
+function headersHtml(headers: Record<string, Json> | undefined): string {
+  if (!headers || Object.keys(headers).length === 0) return '';
+  const rows = Object.entries(headers)
+    .map(([name, h]) => `<dt><code>${esc(name)}</code></dt><dd>${esc(h.description)}</dd>`)
+    .join('');
+  return `<details><summary>Headers (${Object.keys(headers).length})</summary><dl class="headers">${rows}</dl></details>`;
+}
+
+/** A curl command for an operation, built from its method, path, security and request body. */
+function curlExample(method: string, path: string, op: Json, operationSecurity: boolean): string {
+  const parts = ['curl -fsS'];
+  if (method !== 'get' && method !== 'post') parts.push(`-X ${method.toUpperCase()}`);
+  if (operationSecurity) parts.push('-H "Authorization: Bearer $COMPRESSO_API_KEY"');
+  const body = (op.requestBody as Json | undefined)?.content as Record<string, Json> | undefined;
+  if (body?.['multipart/form-data']) {
+    parts.push('-F file=@photo.jpg');
+    const fields = ((body['multipart/form-data'].schema as Json).properties ?? {}) as Json;
+    if ('output_format' in fields && op.operationId === 'compress') {
+      parts.push('-F output_format=webp', '-o photo.webp');
+    }
+  } else if (body?.['application/json']) {
+    const props = ((body['application/json'].schema as Json).properties ?? {}) as Record<string, Json>;
+    const example = Object.fromEntries(
+      Object.keys(props).map((name) => [name, name === 'name' ? 'laptop' : '…']),
+    );
+    parts.push("-H 'Content-Type: application/json'", `-d '${JSON.stringify(example)}'`);
+  }
+  const url = `"$COMPRESSO_BASE_URL${path.replace(/\{(\w+)\}/g, (_m, name: string) => `<${name}>`)}"`;
+  parts.push(url);
+  return parts.join(' \\\n  ');
 }
 
 /**
@@ -28,32 +98,89 @@ export function docsPage(document: Json): string {
   const info = document.info as Json;
   const paths = document.paths as Record<string, Record<string, Json>>;
   const schemas = ((document.components as Json).schemas ?? {}) as Record<string, Json>;
-  const operations = Object.entries(paths).flatMap(([path, methods]) =>
+  const secured = Array.isArray(document.security) && document.security.length > 0;
+  const ops = Object.entries(paths).flatMap(([path, methods]) =>
     Object.entries(methods).map(([method, op]) => {
-      const responses = Object.entries((op.responses ?? {}) as Record<string, Json>)
-        .map(([status, r]) => `<li><b>${esc(status)}</b> ${esc(r.description)}</li>`)
-        .join('');
-      const auth = Array.isArray(op.security) && op.security.length === 0 ? 'no key' : 'Bearer key';
-      return `<section id="${esc(op.operationId)}"><h3><code>${esc(method.toUpperCase())} ${esc(path)}</code> <small>${auth}</small></h3><p>${esc(op.summary)}</p>${op.description ? `<p>${esc(op.description)}</p>` : ''}<ul>${responses}</ul></section>`;
+      const needsKey = Array.isArray(op.security) ? op.security.length > 0 : secured;
+      return { path, method, op, needsKey, id: String(op.operationId ?? `${method}-${path}`) };
     }),
   );
+  const toc = ops
+    .map(
+      ({ path, method, op, id }) =>
+        `<li><a href="#${esc(id)}"><span class="method method-${esc(method)}">${esc(method.toUpperCase())}</span> <code>${esc(path)}</code></a> <span class="summary">${esc(op.summary)}</span></li>`,
+    )
+    .join('');
+  const operations = ops.map(({ path, method, op, needsKey, id }) => {
+    const params = ((op.parameters ?? []) as Json[])
+      .map(
+        (p) =>
+          `<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.in)}</td><td>${esc(p.description)}</td></tr>`,
+      )
+      .join('');
+    const requestBody = op.requestBody as Json | undefined;
+    const request =
+      (params
+        ? `<div class="table"><table><thead><tr><th scope="col">Parameter</th><th scope="col">In</th><th scope="col">Meaning</th></tr></thead><tbody>${params}</tbody></table></div>`
+        : '') + (requestBody ? bodyHtml(requestBody.content as Record<string, Json>) : '');
+    const responses = Object.entries((op.responses ?? {}) as Record<string, Json>)
+      .map(
+        ([status, r]) =>
+          `<tr><td><span class="status status-${esc(status[0])}xx">${esc(status)}</span></td><td>${esc(r.description)}${bodyHtml(r.content as Record<string, Json> | undefined)}${headersHtml(r.headers as Record<string, Json> | undefined)}</td></tr>`,
+      )
+      .join('');
+    return `<section id="${esc(id)}" class="operation" aria-labelledby="${esc(id)}-title">
+<h3 id="${esc(id)}-title"><span class="method method-${esc(method)}">${esc(method.toUpperCase())}</span> <code>${esc(path)}</code> <small>${needsKey ? 'API key' : 'no key'}</small></h3>
+<p>${esc(op.summary)}</p>${op.description ? `<p>${esc(op.description)}</p>` : ''}
+${request ? `<h4>Request</h4>${request}` : ''}
+<h4>Example</h4>
+<pre><code>${esc(curlExample(method, path, op, needsKey))}</code></pre>
+<h4>Responses</h4>
+<div class="table"><table><thead><tr><th scope="col">Status</th><th scope="col">Meaning</th></tr></thead><tbody>${responses}</tbody></table></div>
+</section>`;
+  });
   const models = Object.entries(schemas)
     .map(
       ([name, schema]) =>
-        `<section id="schema-${esc(name)}"><h3>${esc(name)}</h3><p>${esc(schema.description)}</p>${schemaTable(schema)}</section>`,
+        `<section id="schema-${esc(name)}"><h3>${esc(name)}</h3>${schema.description ? `<p>${esc(schema.description)}</p>` : ''}${schemaTable(schema)}</section>`,
     )
-    .join('');
+    .join('\n');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(info.title)} reference</title>
-<style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}code{background:#f3f3f3;padding:0 .2em}table{border-collapse:collapse;width:100%}td,th{border:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}small{color:#777}section{margin-bottom:1.5rem}</style>
+<style>
+body{font:16px/1.55 system-ui,sans-serif;margin:0;color:#1f2937;background:#fff}
+.site{display:flex;flex-wrap:wrap;gap:.5rem 1.25rem;align-items:center;padding:.75rem 1rem;border-bottom:1px solid #d1d5db}
+.site a{color:#1d4ed8;font-weight:600}.site .brand{color:#111827;text-decoration:none;font-size:1.15rem}
+main{max-width:62rem;margin:0 auto;padding:1rem}
+a{color:#1d4ed8}a:focus-visible{outline:3px solid #1d4ed8;outline-offset:2px}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
+code{background:#f3f4f6;padding:0 .25em;border-radius:.2em;overflow-wrap:anywhere}
+pre{background:#111827;color:#f9fafb;padding:.75rem 1rem;border-radius:.4rem;overflow-x:auto}pre code{background:none;color:inherit;padding:0}
+.table{overflow-x:auto}table{border-collapse:collapse;width:100%;margin:.5rem 0}
+td,th{border:1px solid #d1d5db;padding:.35em .55em;text-align:left;vertical-align:top}th{background:#f9fafb}
+small{color:#4b5563;font-weight:400}
+.toc{list-style:none;padding:0;display:grid;gap:.35rem}.toc .summary{color:#4b5563}
+.method{display:inline-block;min-width:4.2em;text-align:center;border-radius:.3em;padding:0 .35em;font-size:.8em;font-weight:700;color:#fff;background:#374151}
+.method-get{background:#166534}.method-post{background:#1d4ed8}.method-delete{background:#b91c1c}
+.status{font-weight:700;font-family:ui-monospace,monospace}.status-2xx{color:#166534}.status-4xx{color:#92400e}.status-5xx{color:#b91c1c}
+.operation{border-top:1px solid #e5e7eb;padding-top:.5rem;margin-top:1.5rem}
+.media{margin:.35rem 0}
+td:first-child code{overflow-wrap:normal;white-space:nowrap}
+.toc a{text-decoration:none}.toc a code{text-decoration:underline}
+details{margin:.35rem 0}summary{cursor:pointer;color:#1d4ed8}.headers{margin:.25rem 0 0}.headers dt{margin-top:.25rem}.headers dd{margin:0 0 0 1rem}
+h3 code{background:none;font-size:1em}
+</style>
 </head><body>
+<header class="site"><a class="brand" href="/">Compresso</a><nav aria-label="Site"><a href="/">Compressor</a> · <a href="/account">Account</a> · <a href="/api/v1/docs" aria-current="page">API reference</a></nav></header>
+<main>
 <h1>${esc(info.title)} <small>${esc(info.version)}</small></h1>
 <p>${esc(info.description)}</p>
-<p>Machine-readable: <a href="/api/v1/openapi.json">openapi.json</a>.</p>
-<h2>Endpoints</h2>
+<p>The examples read the server's address from <code>COMPRESSO_BASE_URL</code> and your key from <code>COMPRESSO_API_KEY</code>. Create a key in your <a href="/account">account</a>. Machine-readable: <a href="/api/v1/openapi.json">openapi.json</a> (OpenAPI ${esc(document.openapi)}).</p>
+<nav aria-labelledby="endpoints-title"><h2 id="endpoints-title">Endpoints</h2><ul class="toc">${toc}</ul></nav>
 ${operations.join('\n')}
 <h2>Schemas</h2>
 ${models}
+</main>
 </body></html>`;
 }
