@@ -117,6 +117,8 @@ describe('POST /web/compress for visitors', () => {
 
     const page = await fetch(`${server.url}/`);
     expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toMatch(/script-src 'self';/);
+    expect(page.headers.get('content-security-policy')).not.toMatch(/unsafe-inline/);
     const html = await page.text();
     expect(html).toContain('<input type="file" id="file-input"');
     expect(html).toContain('Free allowance: 2 of 2 images left today');

@@ -82,6 +82,13 @@ const ACCEPT = [
   '.heif',
 ].join(',');
 
+/**
+ * Scripts and styles only from this server (no inline code), images also from blob: URLs (the
+ * previews and downloads are object URLs of what the page received), requests only to this server.
+ */
+export const COMPRESSOR_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
 /** What the page says about the day's allowance before the first upload. */
 interface AllowanceView {
   kind: 'account' | 'visitor';
@@ -224,6 +231,8 @@ export function compressorRouter(deps: CompressorDeps): express.Router {
       resetsInSeconds: secondsUntilReset(now),
       signedIn: accountOf(res) !== undefined,
     };
+    res.setHeader('Content-Security-Policy', COMPRESSOR_CSP);
+    res.setHeader('Referrer-Policy', 'same-origin');
     res.type('html').send(page(compressorContent(view, config)));
   });
 
