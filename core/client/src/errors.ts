@@ -51,7 +51,7 @@ export class AuthenticationError extends CompressoError {}
 /** 403: the account's plan does not include the API (`PLAN_REQUIRED`), or `FORBIDDEN`. */
 export class PermissionError extends CompressoError {}
 
-/** 400, 405, 409: a bad option (`INVALID_OPTION`, with `details` naming the field), a bad request. */
+/** 400, 405, 409 (and `URL_FETCH_FAILED`): a bad option (`INVALID_OPTION`, with `details` naming the field), a bad request. */
 export class BadRequestError extends CompressoError {}
 
 /** 404: an unknown key id (or route). */
@@ -105,7 +105,7 @@ export { PermissionError as PlanError };
 type ErrorClass = new (code: string, message: string, init?: CompressoErrorInit) => CompressoError;
 
 /** Codes first (a code names the failure exactly); statuses only for codes this client does not know. */
-const BY_CODE: Record<string, ErrorClass> = {
+export const BY_CODE: Record<string, ErrorClass> = {
   UNAUTHENTICATED: AuthenticationError,
   INVALID_API_KEY: AuthenticationError,
   PLAN_REQUIRED: PermissionError,
@@ -113,6 +113,9 @@ const BY_CODE: Record<string, ErrorClass> = {
   INVALID_OPTION: BadRequestError,
   INVALID_REQUEST: BadRequestError,
   MISSING_FILE: BadRequestError,
+  URL_NOT_ALLOWED: BadRequestError,
+  // 422 like the image failures, but the image never arrived: the request (its URL) is what to fix.
+  URL_FETCH_FAILED: BadRequestError,
   METHOD_NOT_ALLOWED: BadRequestError,
   CONFLICT: BadRequestError,
   NOT_FOUND: NotFoundError,

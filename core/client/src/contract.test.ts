@@ -1,0 +1,100 @@
+import { readFileSync } from 'node:fs';
+import {
+  ERROR_CODES,
+  ERROR_STATUS,
+  ErrorBodySchema,
+  INPUT_FORMATS,
+  OUTPUT_FORMATS,
+  type InfoResult as SchemaInfoResult,
+  type InputFormat as SchemaInputFormat,
+  type OutputFormat as SchemaOutputFormat,
+} from '@compresso/schema';
+import { describe, expect, it } from 'vitest';
+import { BY_CODE, errorFromResponse } from './errors.ts';
+import {
+  AuthenticationError,
+  BadRequestError,
+  NotFoundError,
+  PermissionError,
+  RateLimitError,
+  ServerError,
+  TimeoutError,
+  TooLargeError,
+  UnsupportedImageError,
+  VERSION,
+} from './index.ts';
+import { EXTENSIONS } from './output.ts';
+import type { InfoResult, InputFormat, OutputFormat } from './types.ts';
+
+/**
+ * The client spells the contract out itself (its declarations must stand alone), so these checks
+ * fail the build when @compresso/schema changes and the client does not follow.
+ */
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+const infoResultMatches: Equal<InfoResult, SchemaInfoResult> = true;
+const outputFormatsMatch: Equal<OutputFormat, SchemaOutputFormat> = true;
+const inputFormatsMatch: Equal<InputFormat, SchemaInputFormat> = true;
+
+const CLASS_BY_STATUS: Record<number, unknown> = {
+  400: BadRequestError,
+  401: AuthenticationError,
+  403: PermissionError,
+  404: NotFoundError,
+  405: BadRequestError,
+  408: TimeoutError,
+  409: BadRequestError,
+  413: TooLargeError,
+  415: UnsupportedImageError,
+  422: UnsupportedImageError,
+  429: RateLimitError,
+};
+/** Codes whose class is not their status family's, each for a reason given in errors.ts. */
+const CLASS_BY_CODE: Record<string, unknown> = { URL_FETCH_FAILED: BadRequestError };
+
+describe('the client follows @compresso/schema', () => {
+  it('types: InfoResult and the formats are the same as the schema’s', () => {
+    expect([infoResultMatches, outputFormatsMatch, inputFormatsMatch]).toEqual([true, true, true]);
+    expect(Object.keys(EXTENSIONS).sort()).toEqual([...OUTPUT_FORMATS].sort());
+    expect(INPUT_FORMATS.length).toBeGreaterThan(OUTPUT_FORMATS.length);
+  });
+
+  it('every error code of the schema has its class, matching its status', () => {
+    for (const code of ERROR_CODES) {
+      const status = ERROR_STATUS[code];
+      expect(BY_CODE[code], code).toBeDefined();
+      const expected = CLASS_BY_CODE[code] ?? (status >= 500 ? ServerError : CLASS_BY_STATUS[status]);
+      expect(BY_CODE[code], `${code} (${status})`).toBe(expected);
+      const body = new TextEncoder().encode(
+        JSON.stringify({ error: { code, message: `m ${code}`, request_id: 'r1' } }),
+      );
+      const error = errorFromResponse(status, {}, body);
+      expect(error).toBeInstanceOf(expected as typeof ServerError);
+      expect([error.code, error.status, error.requestId, error.message]).toEqual([
+        code,
+        status,
+        'r1',
+        `m ${code}`,
+      ]);
+      // The error can be passed on in the server's own wire shape.
+      expect(ErrorBodySchema.parse(error.toJSON()).error.code).toBe(code);
+    }
+  });
+
+  it('a code the client does not know falls back to its status', () => {
+    const error = errorFromResponse(
+      418,
+      {},
+      new TextEncoder().encode(JSON.stringify({ error: { code: 'TEAPOT', message: 'short and stout' } })),
+    );
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.code).toBe('TEAPOT');
+    expect(errorFromResponse(504, {}, new Uint8Array())).toBeInstanceOf(ServerError);
+  });
+
+  it("VERSION is package.json's version", () => {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    expect(VERSION).toBe(pkg.version);
+  });
+});
