@@ -8,7 +8,7 @@ import {
   MAX_DIMENSION_LIMIT,
   OUTPUT_FORMATS,
   openApiComponents,
-} from '../../schema/src/index.ts';
+} from '@compresso/schema';
 
 process.stdout.write(
   JSON.stringify({
