@@ -13,15 +13,22 @@ import type { Readable } from 'node:stream';
  *   taken from a request as they are.
  * - `put` replaces atomically: a reader sees the old bytes or the new ones, never a part.
  * - `delete` of a missing key is not an error (S3 semantics); `get`/`head` of one give undefined.
+ * - A key may also be the start of others (`a` and `a/b` both exist), as on S3.
  */
 
-export interface BlobInfo {
+export const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
+
+/** A blob as listed: what every backend's listing gives without one request per blob. */
+export interface BlobEntry {
   key: string;
   size: number;
-  /** As given to put; undefined when none was. */
-  contentType?: string;
   /** When it was last written. */
   lastModified: Date;
+}
+
+export interface BlobInfo extends BlobEntry {
+  /** As given to put; `application/octet-stream` when none was. */
+  contentType: string;
 }
 
 export interface PutBlobOptions {
@@ -41,8 +48,11 @@ export interface BlobStore {
   getStream(key: string): Promise<{ info: BlobInfo; stream: Readable } | undefined>;
   head(key: string): Promise<BlobInfo | undefined>;
   delete(key: string): Promise<void>;
-  /** Every blob whose key starts with `prefix` (a plain string prefix), in key order. */
-  list(prefix?: string): AsyncIterable<BlobInfo>;
+  /**
+   * Every blob whose key starts with `prefix` (a plain string prefix, `jobs/1` also matches `jobs/10/…`).
+   * No order is promised: S3 lists in byte order, some S3-compatible servers do not.
+   */
+  list(prefix?: string): AsyncIterable<BlobEntry>;
   /** Cheap round trip proving the store answers (for /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -9,10 +9,12 @@ export {
 } from './api-keys.ts';
 export {
   type BlobBody,
+  type BlobEntry,
   type BlobInfo,
   type BlobStore,
   checkBlobKey,
   checkBlobPrefix,
+  DEFAULT_CONTENT_TYPE,
   MAX_BLOB_KEY,
   type PutBlobOptions,
 } from './blob-store.ts';
@@ -34,8 +36,10 @@ export {
   type QuotaResult,
   type RedeemOutcome,
 } from './database.ts';
+export { type FileBlobStoreOptions, fileBlobStore } from './file-blob-store.ts';
 export { type InlineQueueOptions, inlineQueue } from './inline-queue.ts';
 export { createLogger, type Logger, REDACT_PATHS } from './logger.ts';
+export { openBlobStore } from './open-blob-store.ts';
 export { type OpenDatabaseOptions, openDatabase } from './open-database.ts';
 export { type OpenQueueOptions, openQueue } from './open-queue.ts';
 export {
@@ -76,4 +80,6 @@ export {
   type QueueWorker,
   type WorkOptions,
 } from './queue.ts';
+// s3BlobStore() too: openBlobStore (S3_BUCKET) or the '@compresso/runtime/s3' entry.
+export type { S3BlobStoreOptions } from './s3-blob-store.ts';
 export { type SqliteOptions, sqliteDatabase } from './sqlite.ts';
