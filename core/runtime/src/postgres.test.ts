@@ -161,6 +161,49 @@ describe('postgresDatabase', () => {
     }
   });
 
+  it('an outage is SERVICE_UNAVAILABLE, never a raw driver error, and the pool recovers by itself', async () => {
+    const down = postgresDatabase({ url: 'postgres://postgres@127.0.0.1:1/test', connectTimeoutMs: 1000 });
+    try {
+      await expect(down.ping()).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE', status: 503 });
+      await expect(down.countAccounts()).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+    } finally {
+      await down.close();
+    }
+    // A backend terminated under load (what a PostgreSQL restart or failover does to open connections).
+    const name = `cmp_test_${run}_appname`;
+    const db = postgresDatabase({
+      url: `${TEST_URL}?application_name=${name}`,
+      schema: freshSchema(),
+      poolSize: 4,
+    });
+    try {
+      await db.migrate();
+      const account = await createAccount(db, 'outage@example.com');
+      const calls: Promise<unknown>[] = [];
+      for (let i = 0; i < 200; i++) {
+        calls.push(db.consumeQuota(account.id, '2026-11-22', 10_000));
+        if (i === 50) {
+          await admin.query(
+            'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()',
+            [name],
+          );
+        }
+      }
+      const outcomes = await Promise.allSettled(calls);
+      // The statements running on the terminated connections failed (the queued ones got new connections).
+      expect(outcomes.filter((o) => o.status === 'rejected').length).toBeGreaterThan(0);
+      for (const outcome of outcomes) {
+        if (outcome.status === 'rejected')
+          expect(outcome.reason).toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+      }
+      // Back to normal without any help.
+      expect((await db.consumeQuota(account.id, '2026-11-22', 10_000)).allowed).toBe(true);
+      await db.ping();
+    } finally {
+      await db.close();
+    }
+  });
+
   it('openDatabase picks PostgreSQL when DATABASE_URL is set, migrated and ready', async () => {
     const config = loadConfig({ DATABASE_URL: TEST_URL, COMPRESSO_DATA_DIR: '/nonexistent/never-created' });
     const db = await openDatabase(config, { schema: freshSchema() });

@@ -1,3 +1,4 @@
+import { CompressoError } from '@compresso/schema';
 import pg from 'pg';
 import type {
   Account,
@@ -170,6 +171,35 @@ function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === '23505';
 }
 
+/**
+ * Errors that mean "the database cannot be reached now" (a restart, a failover, a terminated
+ * backend, no free connection in time) rather than "this statement is wrong": connection exceptions
+ * (SQLSTATE class 08), admin/crash shutdown and "cannot connect now" (57P01–57P03), socket errors,
+ * and node-postgres's own connection messages.
+ */
+function isUnavailable(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03') return true;
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'EAI_AGAIN'].includes(code))
+    return true;
+  const message = typeof e?.message === 'string' ? e.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect|connection error|Connection ended/i.test(
+    message,
+  );
+}
+
+/**
+ * An outage becomes SERVICE_UNAVAILABLE (503, "retry shortly") instead of a 500 "bug" for every
+ * request that hits it; the pool reconnects by itself once the database is back.
+ */
+function unavailable(error: unknown): unknown {
+  if (!isUnavailable(error)) return error;
+  return new CompressoError('SERVICE_UNAVAILABLE', 'The database is unavailable; retry in a few seconds.', {
+    cause: error,
+  });
+}
+
 function quoteIdent(name: string): string {
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) {
     throw new Error(
@@ -203,22 +233,29 @@ export function postgresDatabase(options: PostgresOptions): Database {
   pool.on('error', () => {});
 
   const query = async (sql: string, params: unknown[] = []): Promise<pg.QueryResult<Row>> =>
-    pool.query<Row>(sql, params);
+    pool.query<Row>(sql, params).catch((error: unknown) => {
+      throw unavailable(error);
+    });
   const one = async (sql: string, params: unknown[] = []): Promise<Row | undefined> =>
     (await query(sql, params)).rows[0];
 
   const transaction = async <T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
-    const client = await pool.connect();
+    const client = await pool.connect().catch((error: unknown) => {
+      throw unavailable(error);
+    });
+    let broken: Error | undefined;
     try {
       await client.query('BEGIN');
       const result = await work(client);
       await client.query('COMMIT');
       return result;
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
+      // A connection that failed goes away (release(error)), not back to the pool for the next caller.
+      if (isUnavailable(error)) broken = error as Error;
+      else await client.query('ROLLBACK').catch(() => {});
+      throw unavailable(error);
     } finally {
-      client.release();
+      client.release(broken);
     }
   };
 
