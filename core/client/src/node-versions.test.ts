@@ -1,0 +1,207 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { proAccount, startTestServer, type TestServer } from '../../server/src/test-helpers.ts';
+import { Compresso } from './index.ts';
+import { PHOTO, REPO, workDir } from './test-support.ts';
+
+/**
+ * The published build (dist/esm + dist/cjs from scripts/build.mjs), loaded by package name through
+ * its `exports` map, on the Node 16 and 18 binaries installed from npm and on the repository's
+ * Node 24, against a real server. On Node 16 there is no fetch: this proves the node:http +
+ * form-data path.
+ */
+const run = promisify(execFile);
+const here = dirname(fileURLToPath(import.meta.url));
+const packageDir = resolve(here, '..');
+const RUNTIMES: [string, string][] = [
+  ['16', join(REPO, 'test/node-runtimes/node16/node_modules/node/bin/node')],
+  ['18', join(REPO, 'test/node-runtimes/node18/node_modules/node/bin/node')],
+  ['24', process.execPath],
+];
+const linuxX64 = process.platform === 'linux' && process.arch === 'x64';
+
+// The script every runtime runs, as CommonJS and as an ES module; it prints one JSON line.
+const BODY = `
+const out = {};
+out.version = process.version;
+out.globalFetch = typeof fetch === 'function';
+const client = new Compresso(); // key and server from COMPRESSO_API_KEY / COMPRESSO_BASE_URL
+const written = await client.compress(process.env.PHOTO, { format: 'webp', quality: 70, output: process.env.OUT });
+out.compress = { outputPath: written.outputPath, outputSize: written.outputSize, inputSize: written.inputSize,
+  savingsPercent: written.savingsPercent, width: written.width, format: written.format,
+  data: written.data.toString('base64') };
+const fromBuffer = await client.compress(require_fs.readFileSync(process.env.PHOTO), { format: 'webp', quality: 70 });
+out.bufferSame = fromBuffer.data.equals(written.data);
+const info = await client.info(process.env.PHOTO, { format: 'avif', maxDimension: 100 });
+out.info = { input_size: info.input_size, output_format: info.output_format, width: info.width, height: info.height };
+async function failure(promise) {
+  try { await promise; return null; } catch (e) {
+    return { name: e.name, code: e.code, status: e.status, base: e instanceof CompressoError,
+      typed: e instanceof AuthenticationError || e instanceof BadRequestError || e instanceof UnsupportedImageError,
+      requestId: typeof e.requestId };
+  }
+}
+out.badKey = await failure(new Compresso('cmp_live_not-a-real-key-0000000000000000000000000').usage());
+out.badOption = await failure(client.info(process.env.PHOTO, { quality: 0 }));
+out.notImage = await failure(client.compress(Buffer.from('plain text, no pixels here')));
+try { new Compresso(undefined, { env: {} }); } catch (e) { out.noKey = { name: e.name, code: e.code }; }
+console.log(JSON.stringify(out));
+`;
+const CJS = `const { Compresso, CompressoError, AuthenticationError, BadRequestError, UnsupportedImageError } = require('@compresso/client');
+const require_fs = require('node:fs');
+(async () => {${BODY}})().catch((e) => { console.error(e); process.exit(1); });
+`;
+const ESM = `import { Compresso, CompressoError, AuthenticationError, BadRequestError, UnsupportedImageError } from '@compresso/client';
+import * as require_fs from 'node:fs';
+${BODY}`;
+
+let srv: TestServer;
+let key: string;
+let app: string;
+const work = workDir('compat');
+
+/** Lay the built package out as an installed dependency of a tiny app, so `exports` is what resolves it. */
+function installBuild(appDir: string): void {
+  const installed = join(appDir, 'node_modules/@compresso/client');
+  mkdirSync(installed, { recursive: true });
+  cpSync(join(packageDir, 'package.json'), join(installed, 'package.json'));
+  const build = execFileSync(
+    process.execPath,
+    [join(packageDir, 'scripts/build.mjs'), '--out', join(installed, 'dist')],
+    {
+      encoding: 'utf8',
+    },
+  );
+  expect(build).toContain('build:');
+  writeFileSync(join(appDir, 'app.cjs'), CJS);
+  writeFileSync(join(appDir, 'app.mjs'), ESM);
+}
+
+beforeAll(async () => {
+  srv = await startTestServer({ dbPath: join(work.dir, 'server.sqlite') });
+  ({ key } = await proAccount(srv.db, 'compat@example.com'));
+  // Inside the repository (under node_modules, ignored by git and biome) so the optional form-data
+  // installed here resolves from the build, as it would from a user's node_modules.
+  const cache = join(packageDir, 'node_modules/.cache');
+  mkdirSync(cache, { recursive: true });
+  app = mkdtempSync(join(cache, 'compat-'));
+  installBuild(app);
+});
+afterAll(async () => {
+  await srv?.close();
+  if (app) rmSync(app, { recursive: true, force: true });
+  work.cleanup();
+});
+
+interface AppOutput {
+  version: string;
+  globalFetch: boolean;
+  compress: Record<string, unknown> & { data: string };
+  bufferSame: boolean;
+  info: { input_size: number; output_format: string; width: number; height: number };
+  badKey: unknown;
+  badOption: unknown;
+  notImage: unknown;
+  noKey: unknown;
+}
+
+async function runApp(node: string, script: string, dir: string, out: string) {
+  const { stdout } = await run(node, [join(dir, script)], {
+    cwd: dir,
+    env: { PATH: process.env['PATH'], COMPRESSO_API_KEY: key, COMPRESSO_BASE_URL: srv.url, PHOTO, OUT: out },
+    timeout: 60_000,
+  });
+  return JSON.parse(stdout.trim().split('\n').pop()!) as AppOutput;
+}
+
+describe.runIf(linuxX64)('the built package on Node 16, 18 and 24 (CommonJS and ESM)', () => {
+  it('the Node binaries from npm are installed', () => {
+    for (const [major, bin] of RUNTIMES) {
+      expect(existsSync(bin), `Node ${major} at ${bin}: run npm ci`).toBe(true);
+    }
+  });
+
+  it.each(
+    RUNTIMES.flatMap(([major, bin]) => [
+      { major, bin, script: 'app.cjs' },
+      { major, bin, script: 'app.mjs' },
+    ]),
+  )(
+    'Node $major, $script: compress, info and typed errors against a real server',
+    async ({ major, bin, script }) => {
+      const out = join(work.dir, `node${major}-${script}.webp`);
+      const result = await runApp(bin, script, app, out);
+      expect(result['version']).toMatch(new RegExp(`^v${major}\\.`));
+      expect(result['globalFetch']).toBe(major !== '16');
+      // The same photo with the same options gives the same bytes as the client running here from source.
+      const reference = await new Compresso(key, { baseUrl: srv.url }).compress(PHOTO, {
+        format: 'webp',
+        quality: 70,
+        output: false,
+      });
+      expect(result['compress']).toMatchObject({
+        outputPath: out,
+        inputSize: readFileSync(PHOTO).length,
+        outputSize: reference.outputSize,
+        savingsPercent: reference.savingsPercent,
+        width: reference.width,
+        format: 'webp',
+      });
+      expect(Buffer.from(result.compress.data, 'base64').equals(reference.data)).toBe(true);
+      expect(readFileSync(out).equals(reference.data)).toBe(true);
+      expect(result['bufferSame']).toBe(true);
+      expect(result['info']).toMatchObject({ output_format: 'avif', input_size: readFileSync(PHOTO).length });
+      expect(Math.max(result.info.width, result.info.height)).toBe(100);
+      expect(result['badKey']).toEqual({
+        name: 'AuthenticationError',
+        code: 'INVALID_API_KEY',
+        status: 401,
+        base: true,
+        typed: true,
+        requestId: 'string',
+      });
+      expect(result['badOption']).toMatchObject({
+        name: 'BadRequestError',
+        code: 'INVALID_OPTION',
+        status: 400,
+      });
+      expect(result['notImage']).toMatchObject({
+        name: 'UnsupportedImageError',
+        code: 'NOT_AN_IMAGE',
+        status: 415,
+      });
+      expect(result['noKey']).toEqual({ name: 'AuthenticationError', code: 'MISSING_API_KEY' });
+    },
+  );
+
+  it('Node 16 without the optional form-data package: a clear error saying what to install', async () => {
+    // Outside the repository, where no form-data can be found.
+    const lonely = mkdtempSync(join(tmpdir(), 'compresso-client-no-form-data-'));
+    try {
+      installBuild(lonely);
+      const { stdout, stderr } = await run(RUNTIMES[0]![1], [join(lonely, 'app.cjs')], {
+        cwd: lonely,
+        env: {
+          PATH: process.env['PATH'],
+          COMPRESSO_API_KEY: key,
+          COMPRESSO_BASE_URL: srv.url,
+          PHOTO,
+          OUT: join(lonely, 'x'),
+        },
+      }).then(
+        () => ({ stdout: 'exited 0', stderr: '' }),
+        (e: { stdout: string; stderr: string }) => e,
+      );
+      expect(stdout).not.toBe('exited 0');
+      expect(stderr).toContain('MISSING_DEPENDENCY');
+      expect(stderr).toContain('npm install form-data');
+    } finally {
+      rmSync(lonely, { recursive: true, force: true });
+    }
+  });
+});
