@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { inlineQueue, type JobQueue, loadConfig, openQueue } from '@compresso/runtime';
+import { inlineQueue, loadConfig, openQueue } from '@compresso/runtime';
 import { bullmqQueue } from '@compresso/runtime/bullmq';
 import { isCompressoError } from '@compresso/schema';
 import { Redis } from 'ioredis';

@@ -5,7 +5,6 @@ import { DatabaseSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateKeySecret, hashKey, looksLikeKey, sameHash } from './api-keys.ts';
-import { describeDatabaseBattery } from './database-battery.ts';
 import { applyPromo, createAccount, createApiKey, createPromoCode, promoExpiry } from './operator.ts';
 import { nextReset, quotaDay, secondsUntilReset } from './plans.ts';
 import { sqliteDatabase } from './sqlite.ts';
@@ -13,18 +12,7 @@ import { sqliteDatabase } from './sqlite.ts';
 const dir = mkdtempSync(join(tmpdir(), 'compresso-runtime-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describeDatabaseBattery('sqlite (in memory)', async () => {
-  const db = sqliteDatabase({ path: ':memory:' });
-  await db.migrate();
-  return db;
-});
-
-let files = 0;
-describeDatabaseBattery('sqlite (file, WAL)', async () => {
-  const db = sqliteDatabase({ path: join(dir, `battery-${++files}.sqlite`) });
-  await db.migrate();
-  return db;
-});
+// The Database battery runs on SQLite (memory and WAL file) and PostgreSQL in test/conformance/database.test.ts.
 
 describe('sqliteDatabase', () => {
   it('stores keys as hashes: nothing in the file is the secret', async () => {
