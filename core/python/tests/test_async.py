@@ -25,9 +25,14 @@ PHOTO = "photo-skimage-rocket.jpg"
 
 
 class AsyncTests(unittest.IsolatedAsyncioTestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        # Started here, not in asyncSetUp: starting Node must not block the event loop under test.
+        cls.server = shared_server()
+        cls.key = shared_key()
+
     async def asyncSetUp(self) -> None:
-        self.server = shared_server()
-        self.client = AsyncCompresso(shared_key(), self.server.url)
+        self.client = AsyncCompresso(self.key, self.server.url)
         self.tmp = Path(tempfile.mkdtemp(prefix="compresso-py-async-"))
         self.addCleanup(shutil.rmtree, self.tmp, True)
 

@@ -98,6 +98,8 @@ class CompressTests(RealServerCase):
         result = self.client.compress(src, out_file, format="avif", max_dimension=64)
         self.assertEqual(result.output_path, str(out_file))
         self.assertEqual(out_file.read_bytes()[4:12], b"ftypavif")
+        new_folder = self.client.compress(src, str(self.tmp / "fresh") + os.sep, format="png", max_dimension=32)
+        self.assertEqual(new_folder.output_path, str(self.tmp / "fresh" / "icon-oxygen-folder-red.png"))
         folder = self.tmp / "out"
         folder.mkdir()
         in_folder = self.client.compress(str(src), folder, format="webp", max_dimension=64)
@@ -313,6 +315,7 @@ class ConstructionTests(unittest.TestCase):
         with self.assertRaises(CompressoError) as caught:
             Compresso()
         self.assertIn("COMPRESSO_API_KEY", str(caught.exception))
+        self.assertEqual(caught.exception.code, "MISSING_API_KEY")
         self.assertIn("compresso keys create", str(caught.exception))
 
     def test_environment_and_base_url_forms(self) -> None:

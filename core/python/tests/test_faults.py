@@ -173,6 +173,16 @@ class RetryTests(unittest.TestCase):
             self.client(fake.url).usage()
         self.assertEqual(len(fake.requests), 2)
 
+    def test_408_after_retries_is_a_timeout_error(self) -> None:
+        def script(h, n):  # type: ignore[no-untyped-def]
+            answer(h, *json_error("REQUEST_TIMEOUT", 408, headers={"Connection": "close"}))
+
+        with FakeServer(script) as fake:
+            with self.assertRaises(APITimeoutError) as caught:
+                self.client(fake.url, max_retries=1).compress(IMAGE)
+        self.assertEqual((caught.exception.status, caught.exception.code), (408, "REQUEST_TIMEOUT"))
+        self.assertEqual(len(fake.requests), 2)
+
     def test_400_is_not_retried(self) -> None:
         def script(h, n):  # type: ignore[no-untyped-def]
             answer(h, *json_error("INVALID_OPTION", 400))
@@ -193,6 +203,7 @@ class RetryTests(unittest.TestCase):
                 self.client(fake.url, timeout=0.3, max_retries=1).usage()
             self.assertLess(time.monotonic() - started, 1.4)
             self.assertIn("0.3 s", str(caught.exception))
+            self.assertEqual((caught.exception.code, caught.exception.status), ("TIMEOUT", None))
             self.assertIsInstance(caught.exception, APIConnectionError)
             self.assertEqual(len(fake.requests), 2)
             # A per-call timeout overrides the client's.
@@ -207,6 +218,7 @@ class RetryTests(unittest.TestCase):
             self.client(f"http://127.0.0.1:{port}", max_retries=1).usage()
         self.assertIn("refused", str(caught.exception))
         self.assertIsNone(caught.exception.status)
+        self.assertEqual(caught.exception.code, "CONNECTION_ERROR")
         self.assertLess(time.monotonic() - started, 3)
 
     def test_cut_answer_is_a_connection_error(self) -> None:

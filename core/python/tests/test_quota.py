@@ -44,7 +44,8 @@ class QuotaTests(unittest.TestCase):
         self.assertEqual(e.details["limit"], LIMIT)
         self.assertGreater(e.retry_after, 0)
         self.assertLessEqual(e.retry_after, 86400)
-        self.assertAlmostEqual(e.reset_at, time.time() + e.retry_after, delta=5)
+        self.assertAlmostEqual(e.reset_at.timestamp(), time.time() + e.retry_after, delta=5)
+        self.assertEqual(e.reset_at.utcoffset().total_seconds(), 0)
         # Retrying would have waited (capped Retry-After, 60 s) before each of 3 more attempts.
         self.assertLess(elapsed, 5)
 

@@ -228,6 +228,12 @@ def _output_name(source: _Source, output_format: str, beside_input: bool) -> str
     return f"{stem}.min.{new_ext}" if beside_input else f"{stem}.{new_ext}"
 
 
+def _is_folder(path: PathLike) -> bool:
+    """An existing folder, or a path written as one (``out/``), which is then created."""
+    text = os.fspath(path)
+    return os.path.isdir(text) or text.endswith(("/", os.sep))
+
+
 def _same_file(a: str, b: Optional[str]) -> bool:
     if b is None:
         return False
@@ -290,9 +296,10 @@ class Compresso:
         key = api_key if api_key is not None else os.environ.get("COMPRESSO_API_KEY")
         if not key or not key.strip():
             raise CompressoError(
-                "No API key: pass Compresso(api_key=...) or set COMPRESSO_API_KEY. An operator makes one "
+                code="MISSING_API_KEY",
+                message="No API key: pass Compresso(api_key=...) or set COMPRESSO_API_KEY. An operator makes one "
                 "with `compresso keys create --account <email>` (the account needs the Pro plan); a key "
-                "you already have can make more with client.keys.create()."
+                "you already have can make more with client.keys.create().",
             )
         if max_retries < 0:
             raise ValueError(f"max_retries: expected an integer >= 0, received {max_retries!r}.")
@@ -353,7 +360,7 @@ class Compresso:
         input is never written over unless ``overwrite=True``.
         """
         source = _read_input(path, filename)
-        if output is not None and not overwrite and not os.path.isdir(output):
+        if output is not None and not overwrite and not _is_folder(output):
             if _same_file(os.fspath(output), source.path):
                 raise _conflict(
                     f"output: {os.fspath(output)!r} is the input itself; pass overwrite=True to replace it."
@@ -487,7 +494,7 @@ class Compresso:
         destination: Optional[str] = None
         if output is not None:
             destination = os.fspath(output)
-            if os.path.isdir(destination):
+            if _is_folder(destination):
                 destination = os.path.join(destination, _output_name(source, output_format, False))
         elif output_dir is not None:
             destination = os.path.join(os.fspath(output_dir), _output_name(source, output_format, False))

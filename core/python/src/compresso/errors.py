@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, Mapping, Optional, Type
 
 __all__ = [
@@ -86,8 +87,7 @@ class PermissionDeniedError(APIError):
 class BadRequestError(APIError):
     """400 and other refusals of the request itself: INVALID_OPTION (``details`` names each field,
     what it accepts and what was received), MISSING_FILE, INVALID_REQUEST, URL_NOT_ALLOWED,
-    METHOD_NOT_ALLOWED, CONFLICT, and REQUEST_TIMEOUT (408: the upload stalled; retried before it is
-    raised)."""
+    URL_FETCH_FAILED, METHOD_NOT_ALLOWED, CONFLICT."""
 
     @property
     def fields(self) -> list:
@@ -102,26 +102,27 @@ class NotFoundError(APIError):
 
 
 class TooLargeError(APIError):
-    """413 FILE_TOO_LARGE (bytes over the upload limit) or 422 IMAGE_TOO_LARGE (too many pixels)."""
+    """413 FILE_TOO_LARGE: the file is over the server's upload limit."""
 
 
 class UnsupportedImageError(APIError):
     """415/422, the input is not a usable image: NOT_AN_IMAGE, UNSUPPORTED_FORMAT, EMPTY_FILE,
-    CORRUPT_IMAGE, TOO_MANY_FRAMES, PROCESSING_TIMEOUT, URL_FETCH_FAILED."""
+    CORRUPT_IMAGE, IMAGE_TOO_LARGE (too many pixels), TOO_MANY_FRAMES, PROCESSING_TIMEOUT."""
 
 
 class RateLimitError(APIError):
     """429. ``is_quota_exceeded`` is True for the daily quota (QUOTA_EXCEEDED), which is never retried:
-    ``retry_after`` is then the seconds until 00:00 UTC and ``reset_at`` that moment (epoch seconds)."""
+    ``retry_after`` is then the seconds until 00:00 UTC and ``reset_at`` that moment (an aware UTC
+    datetime). ``should_retry`` is False when the server said so (``X-Should-Retry: false``)."""
 
     def __init__(self, message: str, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.retry_after: Optional[float] = _retry_after_seconds(self.headers)
-        self.reset_at: Optional[float] = None
+        self.reset_at: Optional[datetime] = None
         reset = self.headers.get("ratelimit-reset")
         seconds = _number(reset) if reset is not None else self.retry_after
         if seconds is not None:
-            self.reset_at = time.time() + seconds
+            self.reset_at = datetime.now(timezone.utc) + timedelta(seconds=seconds)
         self.should_retry = self.headers.get("x-should-retry", "").lower() != "false"
 
     @property
@@ -134,14 +135,24 @@ class ServerError(APIError):
 
 
 class APIConnectionError(CompressoError):
-    """The server could not be reached, or the connection broke before a whole answer arrived."""
+    """The server could not be reached, or the connection broke before a whole answer arrived
+    (code ``CONNECTION_ERROR``, status None)."""
+
+    def __init__(self, message: str, **kwargs: Any) -> None:
+        kwargs.setdefault("code", "CONNECTION_ERROR")
+        super().__init__(message, **kwargs)
 
 
 class APITimeoutError(APIConnectionError):
-    """No answer (or no progress on one) within ``timeout`` seconds."""
+    """No answer (or no progress on one) within ``timeout`` seconds (code ``TIMEOUT``), or the server's
+    408 REQUEST_TIMEOUT (an upload that stalled). Both are retried before this is raised."""
+
+    def __init__(self, message: str, **kwargs: Any) -> None:
+        kwargs.setdefault("code", "TIMEOUT")
+        super().__init__(message, **kwargs)
 
 
-_BY_CODE: Dict[str, Type[APIError]] = {
+_BY_CODE: Dict[str, Type[CompressoError]] = {
     "UNAUTHENTICATED": AuthenticationError,
     "INVALID_API_KEY": AuthenticationError,
     "PLAN_REQUIRED": PermissionDeniedError,
@@ -151,18 +162,19 @@ _BY_CODE: Dict[str, Type[APIError]] = {
     "MISSING_FILE": BadRequestError,
     "METHOD_NOT_ALLOWED": BadRequestError,
     "CONFLICT": BadRequestError,
-    "REQUEST_TIMEOUT": BadRequestError,
     "URL_NOT_ALLOWED": BadRequestError,
+    # 422 like the image failures, but no image arrived: the request (its URL) is what to fix.
+    "URL_FETCH_FAILED": BadRequestError,
+    "REQUEST_TIMEOUT": APITimeoutError,
     "NOT_FOUND": NotFoundError,
     "FILE_TOO_LARGE": TooLargeError,
-    "IMAGE_TOO_LARGE": TooLargeError,
     "NOT_AN_IMAGE": UnsupportedImageError,
     "UNSUPPORTED_FORMAT": UnsupportedImageError,
     "EMPTY_FILE": UnsupportedImageError,
     "CORRUPT_IMAGE": UnsupportedImageError,
     "TOO_MANY_FRAMES": UnsupportedImageError,
     "PROCESSING_TIMEOUT": UnsupportedImageError,
-    "URL_FETCH_FAILED": UnsupportedImageError,
+    "IMAGE_TOO_LARGE": UnsupportedImageError,
     "QUOTA_EXCEEDED": RateLimitError,
     "RATE_LIMITED": RateLimitError,
     "INTERNAL_ERROR": ServerError,
@@ -172,13 +184,15 @@ _BY_CODE: Dict[str, Type[APIError]] = {
 }
 
 
-def _class_for_status(status: int) -> Type[APIError]:
+def _class_for_status(status: int) -> Type[CompressoError]:
     if status == 401:
         return AuthenticationError
     if status == 403:
         return PermissionDeniedError
     if status == 404:
         return NotFoundError
+    if status == 408:
+        return APITimeoutError
     if status == 413:
         return TooLargeError
     if status in (415, 422):
@@ -219,7 +233,7 @@ def _retry_after_seconds(headers: Mapping[str, str]) -> Optional[float]:
     return max(0.0, when.timestamp() - time.time())
 
 
-def error_from_response(status: int, body: bytes, headers: Mapping[str, str]) -> APIError:
+def error_from_response(status: int, body: bytes, headers: Mapping[str, str]) -> CompressoError:
     """Build the typed error for an error answer: by the server's code first, by status second.
 
     A body that is not ours (a proxy's HTML page, Node's bare 408) still gives a typed error by status.
