@@ -9,3 +9,4 @@ export { register as compress } from './commands/compress.ts';
 export { register as keys } from './commands/keys.ts';
 export { register as promo } from './commands/promo.ts';
 export { register as serve } from './commands/serve.ts';
+export { register as worker } from './commands/worker.ts';

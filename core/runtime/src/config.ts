@@ -236,7 +236,10 @@ export function loadConfig(
     const problems = result.error.issues.map((issue) => {
       const key = String(issue.path[0]) as keyof Config;
       const source = overrides[key] !== undefined ? key : `${CONFIG_ENV[key] ?? key}`;
-      const value = key === 's3SecretAccessKey' || key === 'metricsToken' ? '[redacted]' : (raw as Record<string, unknown>)[key];
+      const value =
+        key === 's3SecretAccessKey' || key === 'metricsToken'
+          ? '[redacted]'
+          : (raw as Record<string, unknown>)[key];
       return `${source}: ${issue.message} (received ${JSON.stringify(withoutPassword(value))})`;
     });
     throw new ConfigError(problems);

@@ -21,6 +21,7 @@ import { compressUpload, sendCompressed, setInfoHeaders } from './compress-respo
 import { docsPage } from './docs.ts';
 import { errorHandler, sendError } from './errors.ts';
 import { sendContinue } from './expect-continue.ts';
+import { registerBatchRoutes } from './jobs/routes.ts';
 import { createMetrics, type Metrics, metricsEndpoint } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
 import { createUploadBudget } from './upload-budget.ts';
@@ -56,6 +57,9 @@ const ROUTES: Record<string, string[]> = {
   '/healthz': ['GET'],
   '/readyz': ['GET'],
   '/metrics': ['GET'],
+  '/api/v1/jobs': ['POST'],
+  '/api/v1/jobs/:id': ['GET'],
+  '/api/v1/jobs/:id/items/:index': ['GET'],
 };
 
 export function createApp(deps: AppDeps): express.Express {
@@ -189,6 +193,17 @@ export function createApp(deps: AppDeps): express.Express {
     const id = String(req.params.id);
     await revokeApiKey(db, id, authOf(res).account.id);
     res.json({ id, revoked: true });
+  });
+
+  registerBatchRoutes(app, {
+    db,
+    config,
+    logger,
+    queue: deps.queue,
+    blobs: deps.blobs,
+    budget: uploadLimits.budget,
+    auth,
+    authNoCount: requireApiKey({ db, config, logger }, { count: false }),
   });
 
   app.get('/api/v1/usage', auth, (_req, res) => {

@@ -38,6 +38,11 @@ export interface AuthOptions {
    * Only for revoking a key: a leaked key that burnt the quota must still be revocable by its owner.
    */
   allowOverQuota?: boolean;
+  /**
+   * Do not count this request (default: count it). For reading a batch job's progress and results:
+   * the batch's items were counted when it was submitted, and polling must not burn the quota.
+   */
+  count?: boolean;
 }
 
 /**
@@ -81,7 +86,10 @@ export function requireApiKey(
 
     const now = new Date();
     const day = quotaDay(now);
-    const quota = await db.consumeQuota(found.account.id, day, plan.dailyRequests);
+    const quota =
+      options.count === false
+        ? { allowed: true, used: await db.usageOn(found.account.id, day), counted: false }
+        : { ...(await db.consumeQuota(found.account.id, day, plan.dailyRequests)), counted: true };
     const reset = secondsUntilReset(now);
     res.setHeader('RateLimit-Limit', String(plan.dailyRequests));
     res.setHeader('RateLimit-Remaining', String(Math.max(0, plan.dailyRequests - quota.used)));
@@ -94,7 +102,7 @@ export function requireApiKey(
         { details: { limit: plan.dailyRequests, used: quota.used, resets_at: nextReset(now).toISOString() } },
       );
     }
-    if (quota.allowed) {
+    if (quota.allowed && quota.counted) {
       res.on('finish', () => {
         if (res.statusCode >= 500) {
           db.refundQuota(found.account.id, day).catch((err) => logger.error({ err }, 'quota refund failed'));

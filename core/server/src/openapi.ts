@@ -83,6 +83,73 @@ const infoHeaderNames = [
   ['X-Optimized', 'false when the input was returned unchanged.'],
 ] as const;
 
+const nullable = (type: string, description?: string): Json => ({
+  type: [type, 'null'],
+  ...(description ? { description } : {}),
+});
+
+/** GET /api/v1/jobs/{id} and the 202 of POST /api/v1/jobs (jobs/batch.ts batchView). */
+const batchJobSchema: Json = {
+  type: 'object',
+  required: ['id', 'status', 'created_at', 'status_url', 'options', 'progress', 'items'],
+  properties: {
+    id: { type: 'string', examples: ['job_Ab3dEf9hIj2k'] },
+    status: {
+      enum: ['queued', 'running', 'completed'],
+      description: '`completed` once every item is done or failed; see `progress.failed`.',
+    },
+    created_at: { type: 'string', format: 'date-time' },
+    status_url: { type: 'string', description: 'This job, to poll.' },
+    options: { type: 'object', description: 'The compress options applied to every item, as validated.' },
+    progress: {
+      type: 'object',
+      required: ['total', 'done', 'failed', 'queued', 'percent'],
+      properties: {
+        total: { type: 'integer' },
+        done: { type: 'integer' },
+        failed: { type: 'integer' },
+        queued: { type: 'integer', description: 'Waiting or being worked on.' },
+        percent: { type: 'integer', description: 'Finished items (done or failed), in percent.' },
+      },
+    },
+    items: {
+      type: 'array',
+      description: 'One entry per file or URL, in the order sent.',
+      items: {
+        type: 'object',
+        required: ['index', 'name', 'status', 'error', 'download_url'],
+        properties: {
+          index: { type: 'integer' },
+          name: { type: 'string', description: 'The upload file name, or the last segment of the URL.' },
+          url: { type: 'string', description: 'The URL fetched (URL batches only).' },
+          status: { enum: ['queued', 'done', 'failed'] },
+          input_size: nullable('integer'),
+          output_size: nullable('integer'),
+          savings_percent: nullable('number'),
+          output_format: nullable('string'),
+          output_name: nullable('string', 'The download name: the input name with the new extension.'),
+          width: nullable('integer'),
+          height: nullable('integer'),
+          error: {
+            oneOf: [
+              { type: 'null' },
+              {
+                type: 'object',
+                required: ['code', 'message'],
+                properties: { code: { type: 'string' }, message: { type: 'string' } },
+              },
+            ],
+            description:
+              'Why the item failed (an error code of the table, e.g. CORRUPT_IMAGE, URL_FETCH_FAILED).',
+          },
+          download_url: nullable('string', 'The result, once the item is done.'),
+          finished_at: nullable('string'),
+        },
+      },
+    },
+  },
+};
+
 /**
  * The OpenAPI 3.1 document of /api/v1. Component schemas come from @compresso/schema, so the options
  * and results documented here are the ones the server validates with.
@@ -295,6 +362,115 @@ export function openApiDocument(config: Config): Json {
                 },
               },
             },
+            ...authErrors(),
+          },
+        },
+      },
+      '/api/v1/jobs': {
+        post: {
+          operationId: 'createJob',
+          summary: 'Compress many images in the background',
+          description:
+            `A batch of up to ${config.maxBatchItems} images, either uploaded (multipart, one \`file\` part per image, plus the compress options once) ` +
+            'or fetched by the server from public http(s) URLs (JSON). Answers at once with the job; poll `status_url` and download each result ' +
+            'as soon as it is done. A batch of n items counts n requests of the daily quota, reserved whole at submission (refused whole with ' +
+            '429 when they do not fit); reading progress and downloading results are not counted. Items that fail through our fault are given back.',
+          requestBody: {
+            required: true,
+            content: {
+              'multipart/form-data': {
+                schema: {
+                  type: 'object',
+                  required: ['file'],
+                  properties: {
+                    file: {
+                      type: 'array',
+                      items: { type: 'string', contentMediaType: 'application/octet-stream' },
+                      description: 'The images, one part each.',
+                    },
+                    ...(components.schemas.CompressOptions?.properties as Json | undefined),
+                  },
+                },
+              },
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['urls'],
+                  additionalProperties: false,
+                  properties: {
+                    urls: {
+                      type: 'array',
+                      minItems: 1,
+                      maxItems: config.maxBatchItems,
+                      items: { type: 'string', format: 'uri', maxLength: 2048 },
+                      description:
+                        'Public http(s) URLs. Addresses that are private, loopback, link-local or reserved are refused (URL_NOT_ALLOWED), also after redirects and DNS resolution.',
+                    },
+                    options: { $ref: '#/components/schemas/CompressOptions' },
+                  },
+                },
+              },
+            },
+          },
+          responses: {
+            '202': {
+              description: 'Queued. `Location` is the job.',
+              headers: {
+                ...rateHeaders,
+                Location: { description: 'The job URL.', schema: { type: 'string' } },
+              },
+              content: { 'application/json': { schema: batchJobSchema } },
+            },
+            ...imageErrors(config),
+            '400': errorResponse(
+              400,
+              'No file, too many items, a bad option (`details` names the field), or a URL that is not allowed (`urls[i]`).',
+            ),
+            ...authErrors(),
+          },
+        },
+      },
+      '/api/v1/jobs/{id}': {
+        get: {
+          operationId: 'getJob',
+          summary: 'Progress and per-item results of a batch job (not counted against the quota)',
+          parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+          responses: {
+            '200': {
+              description: 'The job.',
+              headers: rateHeaders,
+              content: { 'application/json': { schema: batchJobSchema } },
+            },
+            '404': errorResponse(404, "No job with this id in the caller's account."),
+            ...authErrors(),
+          },
+        },
+      },
+      '/api/v1/jobs/{id}/items/{index}': {
+        get: {
+          operationId: 'getJobItem',
+          summary: 'Download one finished result (not counted against the quota)',
+          parameters: [
+            { name: 'id', in: 'path', required: true, schema: { type: 'string' } },
+            { name: 'index', in: 'path', required: true, schema: { type: 'integer', minimum: 0 } },
+          ],
+          responses: {
+            '200': {
+              description: 'The compressed image, with Content-Disposition naming it.',
+              headers: {
+                ...rateHeaders,
+                'X-Input-Size': { description: 'Input bytes.', schema: { type: 'string' } },
+                'X-Output-Size': { description: 'Output bytes.', schema: { type: 'string' } },
+              },
+              content: Object.fromEntries(
+                ['image/jpeg', 'image/png', 'image/webp', 'image/avif', 'image/gif'].map((t) => [
+                  t,
+                  { schema: { type: 'string', contentMediaType: t } },
+                ]),
+              ),
+            },
+            '404': errorResponse(404, "No such job in the caller's account, or no such item."),
+            '409': errorResponse(409, 'The item is not done: still queued, or failed (`details.status`).'),
             ...authErrors(),
           },
         },

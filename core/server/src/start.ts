@@ -2,16 +2,23 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createEngine, type Engine } from '@compresso/engine';
 import {
+  type BlobStore,
   type Config,
   createLogger,
   type Database,
+  type JobQueue,
   type Logger,
   loadConfig,
+  openBlobStore,
   openDatabase,
+  openQueue,
+  type QueueWorker,
 } from '@compresso/runtime';
 import type express from 'express';
 import { createApp } from './app.ts';
 import { deferContinue } from './expect-continue.ts';
+import { logQueueErrors, requeueQueuedItems, startBatchWorker } from './jobs/worker.ts';
+import { createMetrics } from './metrics.ts';
 
 /**
  * An http.Server around the app with the timeouts that bound what a slow client can hold:
@@ -46,6 +53,10 @@ export interface RunningServer {
   db: Database;
   logger: Logger;
   engine: Engine;
+  queue: JobQueue;
+  blobs: BlobStore;
+  /** This process's batch workers (`--workers`), when it runs any. */
+  worker: QueueWorker | undefined;
   /** Stop accepting connections, finish in-flight requests (up to shutdownTimeoutMs), close the database. */
   close(): Promise<void>;
 }
@@ -66,7 +77,26 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     limits: { maxInputBytes: config.maxUploadBytes },
     ...(config.concurrency ? { concurrency: config.concurrency } : {}),
   });
-  const app = createApp({ engine, db, logger, config });
+  const queue = await openQueue(config);
+  const blobs = await openBlobStore(config);
+  // With the in-process queue nothing but this process can run batch items, so it runs them by
+  // default; with Redis the worker service does, unless asked (`serve --workers N`).
+  const workers = config.workers ?? (queue.kind === 'inline' ? 1 : 0);
+  if (workers === 0 && queue.kind === 'inline') {
+    await Promise.all([queue.close(), blobs.close(), db.close()]);
+    throw new Error(
+      'COMPRESSO_WORKERS=0 (--workers 0) needs REDIS_URL and `compresso worker` processes: with the in-process queue, batch jobs would never run.',
+    );
+  }
+  const metrics = createMetrics({ engine, queue, logger });
+  const unwatch = metrics.watchQueue(queue);
+  const stopQueueLog = logQueueErrors(queue, logger);
+  let worker: QueueWorker | undefined;
+  if (workers > 0) {
+    worker = startBatchWorker({ queue, db, blobs, engine, logger, config, concurrency: workers });
+    if (queue.kind === 'inline') await requeueQueuedItems(db, queue, logger);
+  }
+  const app = createApp({ engine, db, logger, config, queue, blobs, metrics });
   const server = createHttpServer(app, config);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -79,7 +109,16 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host === '0.0.0.0' || host === '[::]' ? 'localhost' : host}:${address.port}`;
   logger.info(
-    { url, database: db.kind, data_dir: config.dataDir, engine: engine.stats() },
+    {
+      url,
+      database: db.kind,
+      data_dir: config.dataDir,
+      engine: engine.stats(),
+      queue: queue.kind,
+      blobs: blobs.kind,
+      workers,
+      metrics: config.metricsToken ? 'on' : 'off',
+    },
     'compresso server listening',
   );
 
@@ -120,9 +159,15 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       await done;
       clearInterval(sweeper);
       clearTimeout(timer);
+      // Batch items in flight finish within the grace period or go back to the queue.
+      await worker?.close({ timeoutMs: config.shutdownTimeoutMs });
+      unwatch();
+      stopQueueLog();
+      await queue.close();
       // An image whose client went away is still being worked on: let it finish (the engine's own
       // time limit bounds it) and stop the HEIC/metric worker threads before the database closes.
       await engine.close();
+      await blobs.close();
       await db.close();
       logger.info('stopped');
     })();
@@ -143,5 +188,5 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
   }
-  return { server, url, config, db, logger, engine, close };
+  return { server, url, config, db, logger, engine, queue, blobs, worker, close };
 }

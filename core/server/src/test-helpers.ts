@@ -7,12 +7,14 @@ import { Writable } from 'node:stream';
 import { createEngine, type Engine } from '@compresso/engine';
 import {
   applyPromo,
+  type BlobStore,
   type Config,
   createAccount,
   createApiKey,
   createLogger,
   createPromoCode,
   type Database,
+  type JobQueue,
   type Logger,
   loadConfig,
   sqliteDatabase,
@@ -29,6 +31,8 @@ export interface TestServer {
   rawLog: string[];
   dbPath: string;
   server: Server;
+  engine: Engine;
+  logger: Logger;
   close(): Promise<void>;
 }
 
@@ -39,7 +43,14 @@ export function tempDir(): { dir: string; cleanup(): void } {
 
 /** A real server on a loopback port over a real SQLite file, logging into memory so tests can read the log. */
 export async function startTestServer(
-  options: { dbPath: string; overrides?: Partial<Config>; engine?: Engine } = { dbPath: ':memory:' },
+  options: {
+    dbPath: string;
+    overrides?: Partial<Config>;
+    engine?: Engine;
+    /** For batch jobs: the queue and blob store the app hands work to. */
+    queue?: JobQueue;
+    blobs?: BlobStore;
+  } = { dbPath: ':memory:' },
 ): Promise<TestServer> {
   const config = loadConfig({}, { logLevel: 'info', maxUploadBytes: 1024 * 1024, ...options.overrides });
   const rawLog: string[] = [];
@@ -57,7 +68,14 @@ export async function startTestServer(
   await db.migrate();
   const engine =
     options.engine ?? createEngine({ concurrency: 2, limits: { maxInputBytes: config.maxUploadBytes } });
-  const app = createApp({ engine, db, logger, config });
+  const app = createApp({
+    engine,
+    db,
+    logger,
+    config,
+    ...(options.queue ? { queue: options.queue } : {}),
+    ...(options.blobs ? { blobs: options.blobs } : {}),
+  });
   const server = createHttpServer(app, config);
   await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 2048 }, resolve));
   const { port } = server.address() as AddressInfo;
@@ -69,6 +87,8 @@ export async function startTestServer(
     rawLog,
     dbPath: options.dbPath,
     server,
+    engine,
+    logger,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

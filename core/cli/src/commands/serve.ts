@@ -10,6 +10,13 @@ function parsePort(value: string): number {
   return n;
 }
 
+function parseWorkers(value: string): number {
+  const n = Number(value);
+  if (!/^\s*\d+\s*$/.test(value) || n > 256)
+    throw new InvalidArgumentError('Expected a whole number from 0 to 256.');
+  return n;
+}
+
 /** `compresso serve`: the /api/v1 server on the embedded database, until SIGINT/SIGTERM. */
 export function register(program: Command): void {
   dataDirOption(
@@ -19,9 +26,15 @@ export function register(program: Command): void {
         'run the /api/v1 server (PORT, HOST, COMPRESSO_DATA_DIR and LOG_LEVEL are read from the environment)',
       )
       .option('-p, --port <port>', 'port to listen on (default: $PORT or 3000)', parsePort)
-      .option('--host <host>', 'interface to listen on (default: $HOST or 0.0.0.0)'),
-  ).action(async (flags: { port?: number; host?: string }, command: Command) => {
+      .option('--host <host>', 'interface to listen on (default: $HOST or 0.0.0.0)')
+      .option(
+        '--workers <n>',
+        'batch items this process works on at once (default: $COMPRESSO_WORKERS, else 1 with the in-process queue, 0 with REDIS_URL)',
+        parseWorkers,
+      ),
+  ).action(async (flags: { port?: number; host?: string; workers?: number }, command: Command) => {
     const overrides: Partial<Config> = {};
+    if (flags.workers !== undefined) overrides.workers = flags.workers;
     if (flags.port !== undefined) overrides.port = flags.port;
     if (flags.host !== undefined) overrides.host = flags.host;
     const config = cliConfig(command, overrides);

@@ -1,0 +1,12 @@
+# The compresso command (API server and worker) on Node 24. TypeScript runs as it is (type
+# stripping): there is no build step. Used by docker-compose.yml.
+FROM node:24-bookworm-slim
+WORKDIR /app
+# glibc's per-thread arenas make libvips' memory grow; two arenas keep the same speed with less RSS.
+ENV NODE_ENV=production MALLOC_ARENA_MAX=2
+COPY . .
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force && mkdir -p /data && chown node /data
+USER node
+EXPOSE 3000
+ENTRYPOINT ["node", "core/cli/src/bin.ts"]
+CMD ["serve"]

@@ -1,0 +1,179 @@
+import { randomBytes } from 'node:crypto';
+import type { Engine } from '@compresso/engine';
+import type {
+  BatchItemRecord,
+  BatchRecord,
+  BlobStore,
+  Database,
+  JobContext,
+  JobHandlers,
+  Logger,
+} from '@compresso/runtime';
+import { CompressoError, type InfoResult, isCompressoError, MIME_TYPES } from '@compresso/schema';
+import { outputName } from '../compress-response.ts';
+import { type FetchLimits, fetchUrl } from './url-fetch.ts';
+
+/** The queue job of one batch item. The same queue carries other work under other names. */
+export const BATCH_ITEM_JOB = 'batch-item';
+
+export interface BatchItemJob {
+  batchId: string;
+  index: number;
+}
+
+export function newBatchId(): string {
+  return `job_${randomBytes(9).toString('base64url')}`;
+}
+
+/** Deterministic, so enqueueing an item again (a retried request, a restart) never makes a second job. */
+export function itemJobId(batchId: string, index: number): string {
+  return `${batchId}-${index}`;
+}
+
+export const inputKey = (batchId: string, index: number) => `jobs/${batchId}/in/${index}`;
+export const outputKey = (batchId: string, index: number) => `jobs/${batchId}/out/${index}`;
+
+export interface BatchWorkerDeps {
+  db: Database;
+  blobs: BlobStore;
+  engine: Engine;
+  logger: Logger;
+  fetchLimits: FetchLimits;
+  /** Runs a job gets in all (the queue's attempts): the last one records an internal failure. */
+  attempts: number;
+}
+
+/**
+ * The worker side of a batch item. Idempotent by construction, because a job can run more than once
+ * (a retry; a worker killed mid-item whose job another worker takes over):
+ * - an item no longer `queued` is skipped;
+ * - the result blob's key is fixed per item, so a second run rewrites the same bytes;
+ * - the item's end is one conditional UPDATE (`… WHERE status = 'queued'`), so of two runs finishing
+ *   the same item exactly one records it, and only that one could give quota back.
+ * An image the engine refuses (a 4xx: corrupt, too large) fails the item at once — running it again
+ * cannot help. Anything else (the database, the blob store, a bug) is thrown for the queue to retry
+ * with backoff; the last attempt records the item as failed and gives its request back to the quota.
+ */
+export function batchHandlers(deps: BatchWorkerDeps): JobHandlers {
+  const { db, blobs, engine, logger, fetchLimits, attempts } = deps;
+  return {
+    [BATCH_ITEM_JOB]: async (job: JobContext<BatchItemJob>) => {
+      const { batchId, index } = job.data;
+      const [batch, item] = await Promise.all([db.findBatch(batchId), db.findBatchItem(batchId, index)]);
+      if (!batch || !item) throw new Error(`batch item ${batchId}/${index} is not in the database`);
+      if (item.status !== 'queued') return { skipped: item.status };
+      let inputSize: number | null = null;
+      try {
+        let input: Uint8Array;
+        const stored = await blobs.get(inputKey(batchId, index));
+        if (stored) input = stored.bytes;
+        else if (item.sourceUrl) {
+          input = (await fetchUrl(item.sourceUrl, fetchLimits, `urls[${index}]`)).bytes;
+          // Kept, so a retry after a later failure does not fetch again.
+          await blobs.put(inputKey(batchId, index), input);
+        } else
+          throw new Error(`the original of batch item ${batchId}/${index} is missing from the blob store`);
+        inputSize = input.length;
+        const output = await engine.optimize(input, JSON.parse(batch.options));
+        await blobs.put(outputKey(batchId, index), output.data, {
+          contentType: MIME_TYPES[output.info.output_format],
+        });
+        const recorded = await db.finishBatchItem(
+          batchId,
+          index,
+          {
+            status: 'done',
+            inputSize: output.info.input_size,
+            outputSize: output.info.output_size,
+            result: JSON.stringify(output.info),
+          },
+          new Date().toISOString(),
+        );
+        return { done: recorded };
+      } catch (error) {
+        if (isCompressoError(error) && error.status < 500) {
+          await db.finishBatchItem(
+            batchId,
+            index,
+            { status: 'failed', errorCode: error.code, errorMessage: error.message, inputSize },
+            new Date().toISOString(),
+          );
+          return { failed: error.code };
+        }
+        if (job.attempt >= attempts && !job.signal.aborted) {
+          logger.error({ err: error, batch_id: batchId, index }, 'batch item failed for good');
+          const recorded = await db.finishBatchItem(
+            batchId,
+            index,
+            {
+              status: 'failed',
+              errorCode: 'INTERNAL_ERROR',
+              errorMessage:
+                'The item could not be processed because of a fault on our side; it was not counted.',
+              inputSize,
+            },
+            new Date().toISOString(),
+          );
+          if (recorded) await db.refundQuota(batch.accountId, batch.quotaDay);
+        }
+        throw error;
+      }
+    },
+  };
+}
+
+function itemView(batchId: string, item: BatchItemRecord) {
+  const info = item.result ? (JSON.parse(item.result) as InfoResult) : undefined;
+  return {
+    index: item.index,
+    name: item.name,
+    ...(item.sourceUrl ? { url: item.sourceUrl } : {}),
+    status: item.status,
+    input_size: item.inputSize,
+    output_size: item.outputSize,
+    savings_percent: info?.savings_percent ?? null,
+    output_format: info?.output_format ?? null,
+    output_name: info ? outputName(item.name, info) : null,
+    width: info?.width ?? null,
+    height: info?.height ?? null,
+    error: item.errorCode ? { code: item.errorCode, message: item.errorMessage ?? '' } : null,
+    download_url: item.status === 'done' ? `/api/v1/jobs/${batchId}/items/${item.index}` : null,
+    finished_at: item.finishedAt,
+  };
+}
+
+export type BatchView = ReturnType<typeof batchView>;
+
+/** The wire shape of a batch: progress and one entry per item, in upload order. */
+export function batchView(batch: BatchRecord, items: BatchItemRecord[]) {
+  const done = items.filter((i) => i.status === 'done').length;
+  const failed = items.filter((i) => i.status === 'failed').length;
+  const finished = done + failed;
+  return {
+    id: batch.id,
+    status: finished === batch.total ? 'completed' : finished === 0 ? 'queued' : 'running',
+    created_at: batch.createdAt,
+    status_url: `/api/v1/jobs/${batch.id}`,
+    options: JSON.parse(batch.options) as Record<string, unknown>,
+    progress: {
+      total: batch.total,
+      done,
+      failed,
+      queued: batch.total - finished,
+      percent: batch.total ? Math.floor((finished / batch.total) * 100) : 100,
+    },
+    items: items.map((item) => itemView(batch.id, item)),
+  };
+}
+
+/** Owner check: another account's batch is answered exactly like an unknown one. */
+export async function ownBatch(db: Database, id: string, accountId: string): Promise<BatchRecord> {
+  const batch = await db.findBatch(id);
+  if (!batch || batch.accountId !== accountId) {
+    throw new CompressoError(
+      'NOT_FOUND',
+      `No batch job ${JSON.stringify(id.slice(0, 100))} in this account.`,
+    );
+  }
+  return batch;
+}

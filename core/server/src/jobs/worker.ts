@@ -1,0 +1,159 @@
+import { createEngine, type Engine } from '@compresso/engine';
+import {
+  type BlobStore,
+  type Config,
+  createLogger,
+  type Database,
+  type JobQueue,
+  type Logger,
+  loadConfig,
+  openBlobStore,
+  openDatabase,
+  openQueue,
+  type QueueWorker,
+} from '@compresso/runtime';
+import { BATCH_ITEM_JOB, type BatchItemJob, batchHandlers, itemJobId } from './batch.ts';
+
+export interface BatchWorkerDeps {
+  queue: JobQueue;
+  db: Database;
+  blobs: BlobStore;
+  engine: Engine;
+  logger: Logger;
+  config: Config;
+  /** Items worked on at once. */
+  concurrency: number;
+}
+
+/** Take batch items from the queue in this process. */
+export function startBatchWorker(deps: BatchWorkerDeps): QueueWorker {
+  const { queue, db, blobs, engine, logger, config, concurrency } = deps;
+  return queue.work(
+    batchHandlers({
+      db,
+      blobs,
+      engine,
+      logger,
+      attempts: config.jobAttempts,
+      fetchLimits: {
+        allowPrivate: config.fetchAllowPrivate,
+        timeoutMs: config.fetchTimeoutMs,
+        maxBytes: config.maxUploadBytes,
+      },
+    }),
+    { concurrency },
+  );
+}
+
+/**
+ * The in-process queue forgets its jobs when the process ends, but the database remembers which
+ * items are still queued: enqueue them again at start (the job ids are deterministic, so an item
+ * already in the queue is not added twice, and a finished item is skipped by the handler).
+ */
+export async function requeueQueuedItems(db: Database, queue: JobQueue, logger: Logger): Promise<number> {
+  // One page is plenty for an embedded install; a larger backlog is picked up at the next start.
+  const queued = await db.listQueuedBatchItems(10_000);
+  if (!queued.length) return 0;
+  await queue.addBulk(
+    queued.map(({ batchId, index }) => ({
+      name: BATCH_ITEM_JOB,
+      data: { batchId, index } satisfies BatchItemJob,
+      options: { jobId: itemJobId(batchId, index) },
+    })),
+  );
+  logger.info({ items: queued.length }, 'batch items still queued were handed back to the in-process queue');
+  return queued.length;
+}
+
+/** Log queue connection trouble once per change, not once per reconnect attempt. */
+export function logQueueErrors(queue: JobQueue, logger: Logger): () => void {
+  let last = '';
+  let lastAt = 0;
+  return queue.on((event) => {
+    if (event.type !== 'error') return;
+    const now = Date.now();
+    if (event.error === last && now - lastAt < 10_000) return;
+    last = event.error;
+    lastAt = now;
+    logger.warn(
+      { error: event.error, queue: queue.name },
+      'job queue connection problem (workers keep retrying)',
+    );
+  });
+}
+
+export interface RunningWorker {
+  config: Config;
+  queue: JobQueue;
+  worker: QueueWorker;
+  close(): Promise<void>;
+}
+
+export interface StartWorkerOptions {
+  env?: Record<string, string | undefined>;
+  overrides?: Partial<Config>;
+  logger?: Logger;
+  /** Items at once (default: COMPRESSO_WORKER_CONCURRENCY). */
+  concurrency?: number;
+  handleSignals?: boolean;
+}
+
+/**
+ * A worker process (`compresso worker`): batch items from the shared queue, no HTTP. Needs REDIS_URL
+ * — with the in-process queue there is nobody to share jobs with — and the same database and blob
+ * store as the API processes.
+ */
+export async function startWorker(options: StartWorkerOptions = {}): Promise<RunningWorker> {
+  const config = loadConfig(options.env ?? process.env, options.overrides);
+  const logger = options.logger ?? createLogger(config);
+  if (!config.redisUrl) {
+    throw new Error(
+      'compresso worker needs REDIS_URL: without it jobs live inside each `compresso serve` process, which runs them itself (see --workers).',
+    );
+  }
+  const db = await openDatabase(config);
+  const queue = await openQueue(config);
+  const blobs = await openBlobStore(config);
+  const engine = createEngine({
+    limits: { maxInputBytes: config.maxUploadBytes },
+    ...(config.concurrency ? { concurrency: config.concurrency } : {}),
+  });
+  const stopLogging = logQueueErrors(queue, logger);
+  const concurrency = options.concurrency ?? config.workerConcurrency;
+  const worker = startBatchWorker({ queue, db, blobs, engine, logger, config, concurrency });
+  logger.info(
+    { queue: queue.name, concurrency, database: db.kind, blobs: blobs.kind, engine: engine.stats() },
+    'compresso worker started',
+  );
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      logger.info('worker shutting down: finishing items in flight');
+      // Items still running after the grace period go back to the queue for another worker.
+      await worker.close({ timeoutMs: config.shutdownTimeoutMs });
+      stopLogging();
+      await queue.close();
+      await engine.close();
+      await blobs.close();
+      await db.close();
+      logger.info('worker stopped');
+    })();
+    return closing;
+  };
+  if (options.handleSignals !== false) {
+    const onSignal = (signal: NodeJS.Signals) => {
+      logger.info({ signal }, 'signal received');
+      close().then(
+        () => process.exit(0),
+        (err) => {
+          logger.error({ err }, 'worker shutdown failed');
+          process.exit(1);
+        },
+      );
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  }
+  return { config, queue, worker, close };
+}

@@ -1,0 +1,80 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { createProgram } from '@compresso/cli';
+import { CONFIG_ENV, loadConfig } from '@compresso/runtime';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+
+/**
+ * docker-compose.yml cannot run here (no Docker), so it is checked the way it would go wrong: it must
+ * parse, every variable it gives a Compresso service must be one the code reads (a typo would be
+ * ignored silently by the program and by Docker), the values must pass the same validation as at a
+ * real start, the services it points at must exist, and its commands must be commands of `compresso`.
+ */
+const repo = resolve(import.meta.dirname, '../..');
+
+interface Service {
+  build?: unknown;
+  image?: string;
+  command?: string[];
+  environment?: Record<string, string | number>;
+  depends_on?: Record<string, unknown>;
+}
+const compose = parse(readFileSync(join(repo, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+  services: Record<string, Service>;
+};
+const compresso = Object.entries(compose.services).filter(([, s]) => s.build !== undefined);
+const known = new Set(Object.values(CONFIG_ENV));
+
+/** `${NAME:?message}` is filled in by `docker compose` from the caller's environment. */
+function resolved(env: Record<string, string | number>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(env).map(([k, v]) => [
+      k,
+      String(v).replace(/^\$\{[A-Z_]+:\?[^}]*\}$/, 'a-token-for-this-test-0123456789'),
+    ]),
+  );
+}
+
+describe('docker-compose.yml', () => {
+  it('has the API, the worker, PostgreSQL and Redis', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['api', 'postgres', 'redis', 'worker']);
+    expect(compresso.map(([name]) => name).sort()).toEqual(['api', 'worker']);
+  });
+
+  it('sets only variables the code reads, with values the code accepts', () => {
+    for (const [name, service] of compresso) {
+      const env = resolved(service.environment ?? {});
+      expect(Object.keys(env).length, name).toBeGreaterThan(3);
+      for (const variable of Object.keys(env)) expect(known, `${name}: ${variable}`).toContain(variable);
+      const config = loadConfig(env);
+      expect(config.databaseUrl, name).toMatch(/^postgres:\/\/.+@postgres:5432\//);
+      expect(config.redisUrl, name).toBe('redis://redis:6379');
+      expect(Object.keys(service.depends_on ?? {}).sort(), name).toEqual(['postgres', 'redis']);
+    }
+    const api = loadConfig(resolved(compose.services.api!.environment ?? {}));
+    expect(api.workers).toBe(0);
+    expect(api.metricsToken).toBeDefined();
+  });
+
+  it('runs commands that `compresso` has, through the Dockerfile entry point', () => {
+    const program = createProgram();
+    const commands = new Set(program.commands.map((c) => c.name()));
+    expect(compose.services.api!.command?.[0]).toBe('serve');
+    expect(compose.services.worker!.command?.[0]).toBe('worker');
+    for (const [name, service] of compresso) {
+      const command = program.commands.find((c) => c.name() === service.command?.[0]);
+      expect(commands, name).toContain(service.command?.[0]);
+      // Every flag given must be one of the command's options.
+      const flags = (service.command ?? []).filter((arg) => arg.startsWith('--'));
+      const options = new Set(command?.options.map((o) => o.long));
+      for (const flag of flags) expect(options, `${name} ${flag}`).toContain(flag);
+    }
+    const dockerfile = readFileSync(join(repo, 'Dockerfile'), 'utf8');
+    const entry = /^ENTRYPOINT \[(.*)\]$/m.exec(dockerfile)?.[1];
+    const argv = JSON.parse(`[${entry}]`) as string[];
+    expect(argv[0]).toBe('node');
+    expect(existsSync(join(repo, argv[1]!))).toBe(true);
+    expect(dockerfile).toMatch(/^FROM node:24/m);
+  });
+});
