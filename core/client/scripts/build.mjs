@@ -4,7 +4,7 @@
 // this package, unlike the others, ships compiled code. `--out <dir>` builds elsewhere (the
 // compatibility test builds into a private folder so it never races a reader of dist/).
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +28,12 @@ for (const [config, format, type] of [
     process.exit(run.status ?? 1);
   }
   mkdirSync(dir, { recursive: true });
+  // tsc rewrites `./x.ts` to `./x.js` in JavaScript but not in declarations; TypeScript before 5.x
+  // style resolution (and some tools) cannot follow a `.ts` specifier inside a .d.ts.
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.d.ts'))) {
+    const path = join(dir, file);
+    writeFileSync(path, readFileSync(path, 'utf8').replace(/(from\s+'\.{1,2}\/[^']+)\.ts'/g, "$1.js'"));
+  }
   // Each half states its module system, so the files mean the same wherever the folder is.
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ type }, null, 2)}\n`);
 }

@@ -179,6 +179,46 @@ describe.runIf(linuxX64)('the built package on Node 16, 18 and 24 (CommonJS and 
     },
   );
 
+  it('TypeScript consumers get the declarations through both conditions (import: dist/esm, require: dist/cjs)', () => {
+    const consumer = `import { Compresso, RateLimitError, type CompressResult, type BatchItem } from '@compresso/client';
+const client = new Compresso('cmp_live_x', { baseUrl: 'http://localhost:3000', maxRetries: 1 });
+export const pending: Promise<CompressResult> = client.compress('photo.jpg', { format: 'webp', maxDimension: 800 });
+export const batch: Promise<BatchItem[]> = client.compressBatch(['a.jpg'], { outputDir: 'out', onProgress: (e) => e.completed });
+export const wait: number | undefined = new RateLimitError('QUOTA_EXCEEDED', 'used up').retryAfter;
+// @ts-expect-error: formats are checked
+client.compress('photo.jpg', { format: 'bmp' });
+`;
+    writeFileSync(join(app, 'consumer.mts'), consumer);
+    writeFileSync(join(app, 'consumer.cts'), consumer.replace(/^export const (\w+)/gm, 'const $1'));
+    writeFileSync(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          module: 'nodenext',
+          strict: true,
+          noEmit: true,
+          types: ['node'],
+          skipLibCheck: false,
+        },
+        files: ['consumer.mts', 'consumer.cts'],
+      }),
+    );
+    const tsc = join(REPO, 'node_modules/typescript/bin/tsc');
+    const checked = (() => {
+      try {
+        return execFileSync(process.execPath, [tsc, '-p', app, '--traceResolution'], { encoding: 'utf8' });
+      } catch (e) {
+        throw new Error(String((e as { stdout?: string }).stdout));
+      }
+    })();
+    expect(checked).toMatch(
+      /'@compresso\/client' was successfully resolved to '[^']*dist\/esm\/index\.d\.ts'/,
+    );
+    expect(checked).toMatch(
+      /'@compresso\/client' was successfully resolved to '[^']*dist\/cjs\/index\.d\.ts'/,
+    );
+  });
+
   it('Node 16 without the optional form-data package: a clear error saying what to install', async () => {
     // Outside the repository, where no form-data can be found.
     const lonely = mkdtempSync(join(tmpdir(), 'compresso-client-no-form-data-'));
