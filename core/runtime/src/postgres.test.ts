@@ -7,7 +7,6 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashKey } from './api-keys.ts';
 import { loadConfig } from './config.ts';
-import { describeDatabaseBattery } from './database-battery.ts';
 import { openDatabase } from './open-database.ts';
 import { createAccount, createApiKey } from './operator.ts';
 import { postgresDatabase } from './postgres.ts';
@@ -45,11 +44,7 @@ afterAll(async () => {
   await admin.end();
 });
 
-describeDatabaseBattery('postgres', async () => {
-  const db = postgresDatabase({ url: TEST_URL, schema: freshSchema() });
-  await db.migrate();
-  return db;
-});
+// The Database battery runs on this server (and on SQLite) in test/conformance/database.test.ts.
 
 describe('postgresDatabase', () => {
   it('applies migrations once, also when several processes start at the same time', async () => {
