@@ -1,12 +1,33 @@
-import { CompressOptionsSchema, InfoResultSchema } from '@compresso/schema';
+import { InfoResultSchema, jsonSchemaOf } from '@compresso/schema';
 import { z } from 'zod';
 
 /**
- * The tools' input and output shapes. Every option field is @compresso/schema's own zod field —
- * ranges, accepted spellings, defaults and descriptions included — so the tools cannot drift from
+ * The tools' input and output shapes, derived from @compresso/schema so the tools cannot drift from
  * what the server accepts; only what is MCP-specific (paths, overwrite, the batch envelope) is new.
+ *
+ * The compress options are shown to the assistant as the schema's own JSON Schema (ranges, accepted
+ * spellings, descriptions), but validated in the handler by `parseCompressOptions`, the server's own
+ * boundary check: its refusal names the field, what it accepts and what it got, with the code
+ * INVALID_OPTION — where the SDK's validation of the same zod fields only says "Invalid input at
+ * output_format".
  */
-const option = CompressOptionsSchema.shape;
+const optionJson = (
+  jsonSchemaOf('CompressOptions', 'input') as { properties: Record<string, Record<string, unknown>> }
+).properties;
+
+function optionField(name: (typeof IMAGE_OPTION_FIELDS)[number]) {
+  const json = optionJson[name];
+  if (!json) throw new Error(`@compresso/schema has no compress option ${name}`);
+  return z.unknown().optional().meta(json);
+}
+
+export const IMAGE_OPTION_FIELDS = [
+  'quality',
+  'max_dimension',
+  'output_format',
+  'strip_exif',
+  'png_to_jpeg',
+] as const;
 
 /** Largest batch in one call: a batch holds every result in memory and an assistant waits for it. */
 export const MAX_BATCH_FILES = 100;
@@ -14,11 +35,11 @@ export const MAX_BATCH_FILES = 100;
 export const IMAGE_CONTENT_LIMIT = 256 * 1024;
 
 const imageOptions = {
-  quality: option.quality,
-  max_dimension: option.max_dimension,
-  output_format: option.output_format,
-  strip_exif: option.strip_exif,
-  png_to_jpeg: option.png_to_jpeg,
+  quality: optionField('quality'),
+  max_dimension: optionField('max_dimension'),
+  output_format: optionField('output_format'),
+  strip_exif: optionField('strip_exif'),
+  png_to_jpeg: optionField('png_to_jpeg'),
 };
 
 const filePath = z

@@ -1,6 +1,14 @@
 import { basename, extname, join } from 'node:path';
 import { type BatchItem, Compresso, type CompressResult, DEFAULT_BASE_URL } from '@compresso/client';
-import { defaultOutputFormat, FILE_EXTENSIONS, type InputFormat, type OutputFormat } from '@compresso/schema';
+import {
+  type CompressOptions,
+  defaultOutputFormat,
+  FILE_EXTENSIONS,
+  type InputFormat,
+  isCompressoError,
+  type OutputFormat,
+  parseCompressOptions,
+} from '@compresso/schema';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -12,6 +20,7 @@ import {
   compressImageInput,
   compressImageOutput,
   IMAGE_CONTENT_LIMIT,
+  IMAGE_OPTION_FIELDS,
   imageInfoInput,
   imageInfoOutput,
   usageOutput,
@@ -52,19 +61,26 @@ function formatBytes(n: number): string {
   return `${(n / (1024 * 1024)).toFixed(2)} MB`;
 }
 
-function clientOptions(args: {
-  quality: number | 'auto';
-  max_dimension?: number | undefined;
-  output_format?: OutputFormat | undefined;
-  strip_exif: boolean;
-  png_to_jpeg: boolean;
-}) {
+/**
+ * The compress options of a call, validated by @compresso/schema exactly as the server validates
+ * them; a refusal becomes our INVALID_OPTION (no HTTP status: nothing was sent).
+ */
+function imageOptions(args: Record<string, unknown>) {
+  const raw: Record<string, unknown> = {};
+  for (const field of IMAGE_OPTION_FIELDS) if (args[field] !== undefined) raw[field] = args[field];
+  let options: CompressOptions;
+  try {
+    options = parseCompressOptions(raw);
+  } catch (error) {
+    if (isCompressoError(error)) throw new ToolError(error.code, error.message, { details: error.details });
+    throw error;
+  }
   return {
-    quality: args.quality,
-    stripExif: args.strip_exif,
-    pngToJpeg: args.png_to_jpeg,
-    ...(args.max_dimension !== undefined ? { maxDimension: args.max_dimension } : {}),
-    ...(args.output_format !== undefined ? { format: args.output_format } : {}),
+    quality: options.quality,
+    stripExif: options.strip_exif,
+    pngToJpeg: options.png_to_jpeg,
+    ...(options.max_dimension !== undefined ? { maxDimension: options.max_dimension } : {}),
+    ...(options.output_format !== undefined ? { format: options.output_format } : {}),
   };
 }
 
@@ -179,10 +195,11 @@ export function createCompressoMcpServer(options: CompressoMcpOptions = {}): Mcp
     },
     (args, extra: Extra) =>
       run('compress_image', async (api) => {
+        const options = imageOptions(args);
         const input = await checkInputFile('file_path', args.file_path);
         const output = await checkOutputPath('output_path', args.output_path, input.path, args.overwrite);
         if (output.path && output.isDirectory) {
-          const target = predictedTarget(output.path, input, args.output_format);
+          const target = predictedTarget(output.path, input, options.format);
           if (target === input.path && !args.overwrite) {
             throw new ToolError(
               'INVALID_OPTION',
@@ -196,7 +213,7 @@ export function createCompressoMcpServer(options: CompressoMcpOptions = {}): Mcp
           }
         }
         const result = await api.compress(input.path, {
-          ...clientOptions(args),
+          ...options,
           ...(output.path !== undefined ? { output: output.path } : {}),
           overwrite: args.overwrite,
           signal: extra.signal,
@@ -233,8 +250,9 @@ export function createCompressoMcpServer(options: CompressoMcpOptions = {}): Mcp
     },
     (args, extra: Extra) =>
       run('image_info', async (api) => {
+        const options = imageOptions(args);
         const input = await checkInputFile('file_path', args.file_path);
-        const info = await api.info(input.path, { ...clientOptions(args), signal: extra.signal });
+        const info = await api.info(input.path, { ...options, signal: extra.signal });
         const structured = { file_path: input.path, ...info };
         const text = `${input.path}: ${formatBytes(info.input_size)} ${info.input_format} ${info.input_width}×${info.input_height} → ${formatBytes(info.output_size)} ${info.output_format} ${info.width}×${info.height} at quality ${info.quality}${info.auto_quality ? ' (auto)' : ''}: ${info.optimized ? `${info.savings_percent}% smaller` : 'already as small as it gets'}. Nothing was written.`;
         return {
@@ -259,6 +277,7 @@ export function createCompressoMcpServer(options: CompressoMcpOptions = {}): Mcp
     },
     (args, extra: Extra) =>
       run('compress_batch', async (api) => {
+        const options = imageOptions(args);
         const outputDir = await checkOutputDir('output_dir', args.output_dir);
         const total = args.file_paths.length;
         const rows: BatchRow[] = new Array(total);
@@ -277,7 +296,7 @@ export function createCompressoMcpServer(options: CompressoMcpOptions = {}): Mcp
           ? await api.compressBatch(
               valid.map((v) => v.path),
               {
-                ...clientOptions(args),
+                ...options,
                 ...(outputDir !== undefined ? { outputDir } : {}),
                 concurrency: 2,
                 signal: extra.signal,
