@@ -62,6 +62,7 @@ export function batchHandlers(deps: BatchWorkerDeps): JobHandlers {
       const [batch, item] = await Promise.all([db.findBatch(batchId), db.findBatchItem(batchId, index)]);
       if (!batch || !item) throw new Error(`batch item ${batchId}/${index} is not in the database`);
       if (item.status !== 'queued') return { skipped: item.status };
+      logger.debug({ batch_id: batchId, index, attempt: job.attempt }, 'batch item started');
       let inputSize: number | null = null;
       try {
         let input: Uint8Array;
@@ -89,14 +90,23 @@ export function batchHandlers(deps: BatchWorkerDeps): JobHandlers {
           },
           new Date().toISOString(),
         );
+        // One line per item, like one per request; `recorded: false` is a second run that lost the race.
+        logger.info(
+          { batch_id: batchId, index, attempt: job.attempt, recorded, output_size: output.info.output_size },
+          'batch item done',
+        );
         return { done: recorded };
       } catch (error) {
         if (isCompressoError(error) && error.status < 500) {
-          await db.finishBatchItem(
+          const recorded = await db.finishBatchItem(
             batchId,
             index,
             { status: 'failed', errorCode: error.code, errorMessage: error.message, inputSize },
             new Date().toISOString(),
+          );
+          logger.info(
+            { batch_id: batchId, index, attempt: job.attempt, recorded, code: error.code },
+            'batch item failed',
           );
           return { failed: error.code };
         }
