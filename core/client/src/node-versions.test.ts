@@ -1,13 +1,12 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { proAccount, startTestServer, type TestServer } from '../../server/src/test-helpers.ts';
 import { Compresso } from './index.ts';
-import { PHOTO, REPO, workDir } from './test-support.ts';
+import { appDir, installBuild, PHOTO, REPO, workDir } from './test-support.ts';
 
 /**
  * The published build (dist/esm + dist/cjs from scripts/build.mjs), loaded by package name through
@@ -16,8 +15,6 @@ import { PHOTO, REPO, workDir } from './test-support.ts';
  * form-data path.
  */
 const run = promisify(execFile);
-const here = dirname(fileURLToPath(import.meta.url));
-const packageDir = resolve(here, '..');
 const RUNTIMES: [string, string][] = [
   ['16', join(REPO, 'test/node-runtimes/node16/node_modules/node/bin/node')],
   ['18', join(REPO, 'test/node-runtimes/node18/node_modules/node/bin/node')],
@@ -65,32 +62,17 @@ let key: string;
 let app: string;
 const work = workDir('compat');
 
-/** Lay the built package out as an installed dependency of a tiny app, so `exports` is what resolves it. */
-function installBuild(appDir: string): void {
-  const installed = join(appDir, 'node_modules/@compresso/client');
-  mkdirSync(installed, { recursive: true });
-  cpSync(join(packageDir, 'package.json'), join(installed, 'package.json'));
-  const build = execFileSync(
-    process.execPath,
-    [join(packageDir, 'scripts/build.mjs'), '--out', join(installed, 'dist')],
-    {
-      encoding: 'utf8',
-    },
-  );
-  expect(build).toContain('build:');
-  writeFileSync(join(appDir, 'app.cjs'), CJS);
-  writeFileSync(join(appDir, 'app.mjs'), ESM);
+function installApp(dir: string): void {
+  installBuild(dir);
+  writeFileSync(join(dir, 'app.cjs'), CJS);
+  writeFileSync(join(dir, 'app.mjs'), ESM);
 }
 
 beforeAll(async () => {
   srv = await startTestServer({ dbPath: join(work.dir, 'server.sqlite') });
   ({ key } = await proAccount(srv.db, 'compat@example.com'));
-  // Inside the repository (under node_modules, ignored by git and biome) so the optional form-data
-  // installed here resolves from the build, as it would from a user's node_modules.
-  const cache = join(packageDir, 'node_modules/.cache');
-  mkdirSync(cache, { recursive: true });
-  app = mkdtempSync(join(cache, 'compat-'));
-  installBuild(app);
+  app = appDir('compat');
+  installApp(app);
 });
 afterAll(async () => {
   await srv?.close();
@@ -223,7 +205,7 @@ client.compress('photo.jpg', { format: 'bmp' });
     // Outside the repository, where no form-data can be found.
     const lonely = mkdtempSync(join(tmpdir(), 'compresso-client-no-form-data-'));
     try {
-      installBuild(lonely);
+      installApp(lonely);
       const { stdout, stderr } = await run(RUNTIMES[0]![1], [join(lonely, 'app.cjs')], {
         cwd: lonely,
         env: {

@@ -1,0 +1,97 @@
+import { execFile } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { proAccount, startTestServer, type TestServer } from '../../server/src/test-helpers.ts';
+import { appDir, CORPUS, installBuild, PACKAGE_DIR, PHOTO, PNG, truncated, workDir } from './test-support.ts';
+
+/** Every snippet marked `<!-- readme-test: name -->` in the README runs here, against the built package. */
+const run = promisify(execFile);
+const readme = readFileSync(join(PACKAGE_DIR, 'README.md'), 'utf8');
+const snippets = [...readme.matchAll(/<!-- readme-test: (\S+) -->\n```js\n([\s\S]*?)```/g)].map(
+  ([, name, code]) => ({ name: name!, code: code! }),
+);
+
+let srv: TestServer;
+let key: string;
+let app: string;
+const work = workDir('readme');
+
+beforeAll(async () => {
+  srv = await startTestServer({ dbPath: join(work.dir, 'server.sqlite') });
+  ({ key } = await proAccount(srv.db, 'readme@example.com'));
+  app = appDir('readme');
+  installBuild(app);
+  copyFileSync(PHOTO, join(app, 'photo.jpg'));
+  writeFileSync(join(app, 'notes.txt'), 'shopping: milk, bread, a faster image pipeline\n');
+  mkdirSync(join(app, 'photos'));
+  copyFileSync(PHOTO, join(app, 'photos/rocket.jpg'));
+  copyFileSync(PNG, join(app, 'photos/text.png'));
+  copyFileSync(join(CORPUS, 'photo-mate-LadyBird.jpg'), join(app, 'photos/ladybird.jpg'));
+  writeFileSync(join(app, 'photos/broken.jpg'), truncated(PHOTO));
+  for (const { name, code } of snippets) writeFileSync(join(app, name), code);
+});
+afterAll(async () => {
+  await srv?.close();
+  if (app) rmSync(app, { recursive: true, force: true });
+  work.cleanup();
+});
+
+async function runSnippet(name: string): Promise<string> {
+  const { stdout } = await run(process.execPath, [join(app, name)], {
+    cwd: app,
+    env: { PATH: process.env['PATH'], COMPRESSO_API_KEY: key, COMPRESSO_BASE_URL: srv.url },
+    timeout: 60_000,
+  });
+  return stdout;
+}
+
+describe('README snippets', () => {
+  it('are all found', () => {
+    expect(snippets.map((s) => s.name)).toEqual([
+      'quick-start.cjs',
+      'quick-start.mjs',
+      'batch.mjs',
+      'keys.cjs',
+      'errors.cjs',
+    ]);
+  });
+
+  it('quick start (CommonJS) writes photo.compressed.webp beside the photo', async () => {
+    const out = await runSnippet('quick-start.cjs');
+    const written = join(app, 'photo.compressed.webp');
+    expect(out).toContain(
+      `${written}: ${readFileSync(PHOTO).length} → ${readFileSync(written).length} bytes (−`,
+    );
+    expect(readFileSync(join(app, 'photo.jpg'))).toEqual(readFileSync(PHOTO));
+  });
+
+  it('quick start (ESM) reports what AVIF would give, writing nothing', async () => {
+    const out = await runSnippet('quick-start.mjs');
+    expect(out).toMatch(
+      new RegExp(`^AVIF would be \\d+ bytes instead of ${readFileSync(PHOTO).length} \\(\\d+×\\d+\\)`),
+    );
+    expect(existsSync(join(app, 'photo.compressed.avif'))).toBe(false);
+  });
+
+  it('batch: three results and the broken file named with its code', async () => {
+    const out = await runSnippet('batch.mjs');
+    expect(out).toContain('4/4');
+    expect(out).toContain(`photos/rocket.jpg → ${join(app, 'optimized/rocket.webp')} (−`);
+    expect(out).toContain(`photos/text.png → ${join(app, 'optimized/text.webp')}`);
+    expect(out).toContain('photos/broken.jpg failed: CORRUPT_IMAGE');
+    expect(existsSync(join(app, 'optimized/ladybird.webp'))).toBe(true);
+  });
+
+  it('keys and usage', async () => {
+    const out = await runSnippet('keys.cjs');
+    expect(out).toMatch(/^new key cmp_live_\w{8}… \(store 52 characters somewhere safe\)$/m);
+    expect(out).toMatch(/^test, ci$/m);
+    expect(out).toMatch(/^\d+ of 500 requests used today, \d+ left$/m);
+  });
+
+  it('errors: a text file is UnsupportedImageError NOT_AN_IMAGE', async () => {
+    expect(await runSnippet('errors.cjs')).toBe('not an image: NOT_AN_IMAGE (415)\n');
+  });
+});
