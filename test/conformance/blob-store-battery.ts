@@ -11,6 +11,13 @@ const corpusFiles = () =>
     .filter((f) => /\.(jpe?g|png|webp|gif|avif|heic)$/i.test(f))
     .sort();
 
+/** Array.fromAsync, which the es2024 typings lack. */
+export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
+
 const sha = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 async function drain(stream: Readable): Promise<Uint8Array> {
@@ -115,7 +122,7 @@ export function describeBlobStoreBattery(backend: string, open: () => Promise<Bl
         }
         await expect(store.put('result.webp', Readable.from(broken()))).rejects.toThrow(/client went away/);
         expect(new TextDecoder().decode((await store.get('result.webp'))?.bytes)).toBe('old');
-        expect((await Array.fromAsync(store.list())).map((e) => e.key)).toEqual(['result.webp']);
+        expect((await collect(store.list())).map((e) => e.key)).toEqual(['result.webp']);
       }),
     );
 
@@ -133,7 +140,7 @@ export function describeBlobStoreBattery(backend: string, open: () => Promise<Bl
         await store.delete('a/b');
         await store.delete('never/was');
         await store.delete('a/b/c');
-        expect((await Array.fromAsync(store.list())).map((e) => e.key)).toEqual(['a']);
+        expect((await collect(store.list())).map((e) => e.key)).toEqual(['a']);
       }),
     );
 
@@ -150,8 +157,7 @@ export function describeBlobStoreBattery(backend: string, open: () => Promise<Bl
         ];
         for (const [i, key] of keys.entries()) await store.put(key, new Uint8Array(i + 1));
         // Order is not part of the contract: S3 lists in byte order, some S3-compatible servers do not.
-        const list = async (prefix?: string) =>
-          (await Array.fromAsync(store.list(prefix))).map((e) => e.key).sort();
+        const list = async (prefix?: string) => (await collect(store.list(prefix))).map((e) => e.key).sort();
         expect(await list()).toEqual([...keys].sort());
         expect(await list('jobs/1/')).toEqual([
           'jobs/1/in/a.jpg',
@@ -166,7 +172,7 @@ export function describeBlobStoreBattery(backend: string, open: () => Promise<Bl
         ]);
         expect(await list('jobs/1/in/a')).toEqual(['jobs/1/in/a.jpg', 'jobs/1/in/a.jpg.meta']);
         expect(await list('nothing/')).toEqual([]);
-        const [entry] = await Array.fromAsync(store.list('jobs/10/'));
+        const [entry] = await collect(store.list('jobs/10/'));
         expect(entry).toMatchObject({ key: 'jobs/10/in/b.png', size: 2 });
         expect(entry?.lastModified).toBeInstanceOf(Date);
       }),
@@ -200,8 +206,8 @@ export function describeBlobStoreBattery(backend: string, open: () => Promise<Bl
             await expect(attempt(), key).rejects.toThrow(/blob key/);
           }
         }
-        await expect(Array.fromAsync(store.list('../'))).rejects.toThrow(/blob key/);
-        expect(await Array.fromAsync(store.list())).toEqual([]);
+        await expect(collect(store.list('../'))).rejects.toThrow(/blob key/);
+        expect(await collect(store.list())).toEqual([]);
       }),
     );
   });
