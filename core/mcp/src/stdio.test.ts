@@ -13,8 +13,10 @@ import { PHOTO, REPO, workDir } from './test-support.ts';
 const NODE_18 = resolve(REPO, 'test/node-runtimes/node18/node_modules/.bin/node');
 const root = resolve(import.meta.dirname, '..');
 // Built privately from the current source, inside the package so its imports resolve from the
-// repository's node_modules, and never racing another test that reads dist/.
-const out = join(root, '.test-build', `stdio-${process.pid}`);
+// repository's node_modules, and never racing another test that reads dist/ (named dist so the
+// linter skips it should a run die before cleaning up).
+const scratch = join(root, '.test-build', `stdio-${process.pid}`);
+const out = join(scratch, 'dist');
 
 let srv: TestServer;
 const work = workDir('stdio');
