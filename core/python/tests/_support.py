@@ -68,6 +68,18 @@ def cli(data_dir: str, *args: str) -> str:
     return done.stdout.strip()
 
 
+def _die_with_parent() -> None:
+    # Linux: the server gets SIGTERM when this test process dies, even killed, so no `compresso serve`
+    # outlives an interrupted run. Elsewhere the atexit hook below is the only cleanup.
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 class RealServer:
     """``compresso serve`` on a free port, with its own data folder, accounts and keys."""
 
@@ -94,6 +106,7 @@ class RealServer:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
         assert self.process.stderr is not None and self.process.stdout is not None
         # Drain stdout in the background so a chatty log can never fill the pipe and stall the server.
