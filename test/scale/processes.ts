@@ -1,0 +1,162 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+
+/** Real `compresso` processes for the scale-out suites and the bench: node core/cli/src/bin.ts … */
+export const repo = resolve(import.meta.dirname, '../..');
+export const bin = join(repo, 'core/cli/src/bin.ts');
+
+export interface Proc {
+  name: string;
+  child: ChildProcess;
+  /** Every stdout line (pino JSON), parsed when it is JSON. */
+  logs: Record<string, unknown>[];
+  stderr: string[];
+  /** Set once the process has exited. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  alive(): boolean;
+  /** Resolves with the first log line (or stderr line) matching, within timeoutMs. */
+  waitFor(match: (line: Record<string, unknown> | string) => boolean, timeoutMs?: number): Promise<unknown>;
+  /** SIGTERM and wait for the exit (SIGKILL after graceMs). */
+  stop(graceMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function startProc(name: string, args: string[], env: NodeJS.ProcessEnv): Proc {
+  const child = spawn(process.execPath, [bin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const logs: Record<string, unknown>[] = [];
+  const stderr: string[] = [];
+  const waiters = new Set<(line: Record<string, unknown> | string) => void>();
+  const split = (stream: NodeJS.ReadableStream, onLine: (line: string) => void) => {
+    let rest = '';
+    stream.on('data', (chunk: Buffer) => {
+      const lines = (rest + chunk.toString()).split('\n');
+      rest = lines.pop() ?? '';
+      for (const line of lines) if (line) onLine(line);
+    });
+  };
+  split(child.stdout!, (line) => {
+    let parsed: Record<string, unknown>;
+    try {
+      parsed = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      parsed = { msg: line };
+    }
+    logs.push(parsed);
+    for (const w of waiters) w(parsed);
+  });
+  split(child.stderr!, (line) => {
+    stderr.push(line);
+    for (const w of waiters) w(line);
+  });
+  let done = false;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolveExit) => {
+    child.on('exit', (code, signal) => {
+      done = true;
+      resolveExit({ code, signal });
+    });
+  });
+  return {
+    name,
+    child,
+    logs,
+    stderr,
+    exited,
+    alive: () => !done,
+    waitFor(match, timeoutMs = 30_000) {
+      const already = [...logs, ...stderr].find((l) => match(l));
+      if (already) return Promise.resolve(already);
+      return new Promise((resolveWait, reject) => {
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`${name}: not seen within ${timeoutMs} ms; stderr:\n${stderr.join('\n')}`));
+        }, timeoutMs);
+        const check = (line: Record<string, unknown> | string) => {
+          if (!match(line)) return;
+          clearTimeout(timer);
+          waiters.delete(check);
+          resolveWait(line);
+        };
+        waiters.add(check);
+        exited.then(({ code, signal }) => {
+          if (!waiters.has(check)) return;
+          clearTimeout(timer);
+          waiters.delete(check);
+          reject(
+            new Error(
+              `${name} exited (${code ?? signal}) before it was ready; stderr:\n${stderr.join('\n')}`,
+            ),
+          );
+        });
+      });
+    },
+    async stop(graceMs = 15_000) {
+      if (done) return exited;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      const result = await exited;
+      clearTimeout(timer);
+      return result;
+    },
+  };
+}
+
+/** `compresso serve` on a free port; resolves with its base URL once it listens. */
+export async function startServe(name: string, env: NodeJS.ProcessEnv, extra: string[] = []) {
+  const proc = startProc(name, ['serve', '--port', '0', '--host', '127.0.0.1', ...extra], env);
+  const line = (await proc.waitFor(
+    (l) => typeof l === 'string' && l.startsWith('compresso: serving '),
+    60_000,
+  )) as string;
+  const url = /serving (http:\/\/[^/]+)\/api\/v1/.exec(line)?.[1];
+  if (!url) throw new Error(`${name}: no URL in ${line}`);
+  return { proc, url };
+}
+
+export async function startWorkerProc(name: string, env: NodeJS.ProcessEnv, extra: string[] = []) {
+  const proc = startProc(name, ['worker', ...extra], env);
+  await proc.waitFor((l) => typeof l === 'object' && l.msg === 'compresso worker started', 60_000);
+  return proc;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+/** A redis-server of our own (no persistence) on a free port: one the test may stop and start. */
+export async function privateRedis(port?: number) {
+  const p = port ?? (await freePort());
+  const child = spawn(
+    'redis-server',
+    ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let output = '';
+  child.stdout!.on('data', (c: Buffer) => {
+    output += c.toString();
+  });
+  const exited = new Promise<void>((r) => child.on('exit', () => r()));
+  const deadline = Date.now() + 10_000;
+  while (!output.includes('Ready to accept connections')) {
+    if (Date.now() > deadline || child.exitCode !== null) {
+      throw new Error(`redis-server on port ${p} did not start (is redis-server installed?):\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    port: p,
+    url: `redis://127.0.0.1:${p}`,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}

@@ -1,0 +1,381 @@
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  applyPromo,
+  createAccount,
+  createApiKey,
+  createPromoCode,
+  type Database,
+  quotaDay,
+} from '@compresso/runtime';
+import { postgresDatabase } from '@compresso/runtime/postgres';
+import pg from 'pg';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Proc, privateRedis, repo, startServe, startWorkerProc } from './processes.ts';
+
+/**
+ * The scaled-out setup as an operator runs it: two `compresso serve` and two `compresso worker`
+ * processes (real child processes) on one PostgreSQL database and one Redis — the machine's own
+ * (127.0.0.1:5432 and :6379, as in CI). Each run gets a database and a Redis key prefix of its own,
+ * removed at the end. Restarting Redis is tested on a private redis-server this suite starts; the
+ * shared PostgreSQL is never restarted — its backends serving this run's database are terminated
+ * instead, which is what a restart does to the processes' connections.
+ */
+const ADMIN_URL = process.env.COMPRESSO_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const REDIS_URL = process.env.COMPRESSO_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const run = randomBytes(4).toString('hex');
+const dbName = `cmp_scale_${run}`;
+const prefix = `cmpscale${run}`;
+const DATABASE_URL = (() => {
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${dbName}`;
+  return url.toString();
+})();
+const METRICS_TOKEN = `metrics-${run}-0123456789`;
+const work = mkdtempSync(join(tmpdir(), 'compresso-scale-'));
+
+const admin = new pg.Pool({ connectionString: ADMIN_URL, max: 2, connectionTimeoutMillis: 5000 });
+let db: Database;
+
+/** What every process of the run shares. The API processes leave batch items to the workers. */
+function envFor(overrides: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const key of Object.keys(env)) if (key.startsWith('COMPRESSO_')) delete env[key];
+  return {
+    ...env,
+    DATABASE_URL,
+    REDIS_URL,
+    COMPRESSO_QUEUE_PREFIX: prefix,
+    COMPRESSO_DATA_DIR: join(work, 'data'),
+    COMPRESSO_BLOB_DIR: join(work, 'blobs'),
+    COMPRESSO_WORKERS: '0',
+    // A killed worker's items go to another after about lock + check interval: seconds, not BullMQ's 30.
+    COMPRESSO_JOB_LOCK_MS: '2000',
+    COMPRESSO_JOB_BACKOFF_MS: '200',
+    COMPRESSO_CONCURRENCY: '1',
+    COMPRESSO_SHUTDOWN_TIMEOUT_MS: '5000',
+    METRICS_TOKEN,
+    LOG_LEVEL: 'debug',
+    MALLOC_ARENA_MAX: '2',
+    ...overrides,
+  };
+}
+
+const procs: Proc[] = [];
+let apis: { proc: Proc; url: string }[] = [];
+let workers: Proc[] = [];
+
+async function proKey(email: string): Promise<{ key: string; accountId: string }> {
+  const account = await createAccount(db, email);
+  const code = `P${randomBytes(5).toString('hex').toUpperCase()}`;
+  await createPromoCode(db, { code, plan: 'pro', uses: 1 });
+  await applyPromo(db, email, code);
+  const { secret } = await createApiKey(db, account.id, 'scale');
+  return { key: secret, accountId: account.id };
+}
+
+const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+beforeAll(async () => {
+  try {
+    await admin.query(`CREATE DATABASE "${dbName}"`);
+  } catch (error) {
+    throw new Error(`This suite needs PostgreSQL at ${ADMIN_URL}: ${(error as Error).message}`);
+  }
+  const ping = spawnSync('redis-cli', ['-u', REDIS_URL, 'ping'], { encoding: 'utf8' });
+  if (ping.stdout.trim() !== 'PONG')
+    throw new Error(`This suite needs Redis at ${REDIS_URL}: ${ping.stderr || ping.stdout}`);
+  // All four start at once: the migrations run under PostgreSQL's advisory lock, so they cannot race.
+  const [a, b, w1, w2] = await Promise.all([
+    startServe('api-1', envFor({ LOG_LEVEL: 'warn' })),
+    startServe('api-2', envFor({ LOG_LEVEL: 'warn' })),
+    startWorkerProc('worker-1', envFor(), ['--concurrency', '2']),
+    startWorkerProc('worker-2', envFor(), ['--concurrency', '2']),
+  ]);
+  apis = [a, b];
+  workers = [w1, w2];
+  procs.push(a.proc, b.proc, w1, w2);
+  db = postgresDatabase({ url: DATABASE_URL, poolSize: 4 });
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(procs.map((p) => p.stop(10_000)));
+  await db?.close();
+  await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
+  await admin.end();
+  // This run's keys only, never the rest of the shared Redis.
+  const keys = spawnSync('redis-cli', ['-u', REDIS_URL, '--scan', '--pattern', `${prefix}:*`], {
+    encoding: 'utf8',
+  })
+    .stdout.split('\n')
+    .filter(Boolean);
+  for (let i = 0; i < keys.length; i += 500)
+    spawnSync('redis-cli', ['-u', REDIS_URL, 'del', ...keys.slice(i, i + 500)]);
+  rmSync(work, { recursive: true, force: true });
+}, 60_000);
+
+describe('two API processes and two workers on PostgreSQL and Redis', () => {
+  it('600 concurrent requests for one Pro account over both API processes: exactly 500 answered', async () => {
+    const { key, accountId } = await proKey('burst@example.com');
+    const tiny = await sharp({ create: { width: 16, height: 16, channels: 3, background: '#3a7' } })
+      .png()
+      .toBuffer();
+    const answers = await Promise.all(
+      Array.from({ length: 600 }, async (_, i) => {
+        const body = new FormData();
+        body.append('file', new Blob([new Uint8Array(tiny)]), 'tiny.png');
+        body.append('output_format', 'webp');
+        const res = await fetch(`${apis[i % 2]!.url}/api/v1/info`, {
+          method: 'POST',
+          headers: bearer(key),
+          body,
+        });
+        const json = (await res.json()) as { output_format?: string; error?: { code: string } };
+        return { status: res.status, api: i % 2, json };
+      }),
+    );
+    const ok = answers.filter((a) => a.status === 200);
+    expect(ok).toHaveLength(500);
+    expect(answers.filter((a) => a.status === 429 && a.json.error?.code === 'QUOTA_EXCEEDED')).toHaveLength(
+      100,
+    );
+    for (const a of ok) expect(a.json.output_format).toBe('webp');
+    // Both processes did part of the work.
+    expect(new Set(ok.map((a) => a.api)).size).toBe(2);
+    expect(await db.usageOn(accountId, quotaDay())).toBe(500);
+  }, 120_000);
+
+  it('a batch of 200 images completes, every item exactly once, while one worker is SIGKILLed halfway', async () => {
+    const { key, accountId } = await proKey('batch@example.com');
+    const sources = await Promise.all(
+      [
+        'photo-skimage-chelsea.png',
+        'photo-skimage-rocket.jpg',
+        'icon-oxygen-folder-red.png',
+        'graphic-skimage-text.png',
+      ].map((name) =>
+        sharp(join(repo, '../shared/corpus', name))
+          .resize(256, 256, { fit: 'inside' })
+          .jpeg({ quality: 92 })
+          .toBuffer(),
+      ),
+    );
+    const body = new FormData();
+    body.append('output_format', 'avif');
+    for (let i = 0; i < 200; i++)
+      body.append('file', new Blob([new Uint8Array(sources[i % 4]!)]), `img-${i}.jpg`);
+    const submitted = await fetch(`${apis[0]!.url}/api/v1/jobs`, {
+      method: 'POST',
+      headers: bearer(key),
+      body,
+    });
+    expect(submitted.status).toBe(202);
+    const { id } = (await submitted.json()) as { id: string };
+    expect(await db.usageOn(accountId, quotaDay())).toBe(200);
+
+    type View = {
+      status: string;
+      progress: { total: number; done: number; failed: number };
+      items: { index: number; status: string; output_size: number | null; download_url: string | null }[];
+    };
+    const view = async (api: number): Promise<View> => {
+      const res = await fetch(`${apis[api]!.url}/api/v1/jobs/${id}`, { headers: bearer(key) });
+      expect(res.status).toBe(200);
+      return (await res.json()) as View;
+    };
+
+    // Halfway-ish: once 40% are done, kill worker-1 at a moment it holds an item (started, not done).
+    const [victim, survivor] = workers as [Proc, Proc];
+    const itemLines = (proc: Proc, msg: string) =>
+      proc.logs.filter((l) => l.msg === msg && l.batch_id === id) as {
+        index: number;
+        attempt: number;
+        recorded?: boolean;
+      }[];
+    const deadline = Date.now() + 60_000;
+    while ((await view(1)).progress.done < 80) {
+      if (Date.now() > deadline) throw new Error('the batch did not progress');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    let inFlight: number[] = [];
+    while (Date.now() < deadline) {
+      const done = new Set(itemLines(victim, 'batch item done').map((l) => l.index));
+      inFlight = itemLines(victim, 'batch item started')
+        .map((l) => l.index)
+        .filter((i) => !done.has(i));
+      if (inFlight.length) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    victim.child.kill('SIGKILL');
+    expect(await victim.exited).toMatchObject({ signal: 'SIGKILL' });
+    expect(inFlight.length).toBeGreaterThan(0);
+
+    let final: View;
+    for (;;) {
+      final = await view(0);
+      if (final.status === 'completed') break;
+      if (Date.now() > deadline + 30_000) throw new Error(`not completed: ${JSON.stringify(final.progress)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(final.progress).toMatchObject({ total: 200, done: 200, failed: 0 });
+    expect(final.items.map((i) => i.index)).toEqual(Array.from({ length: 200 }, (_, i) => i));
+
+    // The survivor took over what the victim held (the stalled-job check gave it the job) …
+    const takenOver = new Set(itemLines(survivor, 'batch item started').map((l) => l.index));
+    expect(inFlight.filter((i) => takenOver.has(i)).length).toBeGreaterThan(0);
+    // … and no item was recorded twice: one `recorded: true` per index over both workers.
+    const recorded = [
+      ...itemLines(victim, 'batch item done'),
+      ...itemLines(survivor, 'batch item done'),
+    ].filter((l) => l.recorded);
+    const perIndex = new Map<number, number>();
+    for (const l of recorded) perIndex.set(l.index, (perIndex.get(l.index) ?? 0) + 1);
+    expect([...perIndex.values()].every((n) => n === 1)).toBe(true);
+    // An item the victim recorded in the instant before its log line could be written is the only
+    // way to be done without a line; everything else has exactly one.
+    expect(perIndex.size).toBeGreaterThanOrEqual(200 - inFlight.length);
+    expect(itemLines(survivor, 'batch item done').length).toBeGreaterThan(0);
+
+    // Results download from either API process and are real AVIF.
+    for (const item of final.items.filter((i) => i.index % 40 === 0 || inFlight.includes(i.index))) {
+      const res = await fetch(`${apis[item.index % 2]!.url}${item.download_url}`, { headers: bearer(key) });
+      expect(res.status).toBe(200);
+      const bytes = Buffer.from(await res.arrayBuffer());
+      expect(bytes.length).toBe(item.output_size);
+      expect((await sharp(bytes).metadata()).format).toBe('heif');
+    }
+    // Polling and downloads were not counted; the batch's 200 were, once.
+    expect(await db.usageOn(accountId, quotaDay())).toBe(200);
+
+    // Metrics of the surviving worker's queue as seen from an API process.
+    const metrics = await (await fetch(`${apis[1]!.url}/metrics`, { headers: bearer(METRICS_TOKEN) })).text();
+    expect(metrics).toMatch(/compresso_queue_up 1/);
+    expect(metrics).toMatch(
+      /compresso_http_requests_total\{method="GET",route="\/api\/v1\/jobs\/:id",status="200"\} \d+/,
+    );
+  }, 150_000);
+
+  it('PostgreSQL backends terminated under load: clean 503s, never a 500, then recovery without a restart', async () => {
+    const { key } = await proKey('pg-outage@example.com');
+    const statuses: number[] = [];
+    const codes = new Set<string>();
+    let stop = false;
+    const load = Promise.all(
+      Array.from({ length: 8 }, async (_, lane) => {
+        while (!stop) {
+          const res = await fetch(`${apis[lane % 2]!.url}/api/v1/keys`, { headers: bearer(key) });
+          statuses.push(res.status);
+          if (res.status !== 200) codes.add(((await res.json()) as { error: { code: string } }).error.code);
+          else await res.arrayBuffer();
+          if (statuses.length > 450) stop = true;
+        }
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    const killed = await admin.query(
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+      [dbName],
+    );
+    expect(killed.rowCount).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 300));
+    stop = true;
+    await load;
+    // Requests whose statement was on a terminated connection answered 503; the rest 200.
+    expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(0);
+    expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
+    expect([...codes].every((c) => c === 'SERVICE_UNAVAILABLE')).toBe(true);
+    for (const api of apis) {
+      expect((await fetch(`${api.url}/api/v1/keys`, { headers: bearer(key) })).status).toBe(200);
+      expect((await fetch(`${api.url}/readyz`)).status).toBe(200);
+      expect(api.proc.alive()).toBe(true);
+    }
+    expect(workers[1]!.alive()).toBe(true);
+  }, 60_000);
+});
+
+describe('Redis stopped and started again under an API process and a worker', () => {
+  it('submissions fail fast with 503 while it is down, the rest keeps working, and jobs run again once it is back', async () => {
+    const redis = await privateRedis();
+    const env = envFor({ REDIS_URL: redis.url, COMPRESSO_QUEUE_PREFIX: `${prefix}r` });
+    const api = await startServe('api-r', { ...env, LOG_LEVEL: 'warn' });
+    const worker = await startWorkerProc('worker-r', env);
+    procs.push(api.proc, worker);
+    let redisUp = redis;
+    try {
+      const { key, accountId } = await proKey('redis-outage@example.com');
+      const image = await sharp(join(repo, '../shared/corpus', 'icon-oxygen-folder-red.png'))
+        .resize(64)
+        .png()
+        .toBuffer();
+      const submit = async (n: number) => {
+        const body = new FormData();
+        for (let i = 0; i < n; i++) body.append('file', new Blob([new Uint8Array(image)]), `i${i}.png`);
+        const started = Date.now();
+        const res = await fetch(`${api.url}/api/v1/jobs`, { method: 'POST', headers: bearer(key), body });
+        return {
+          status: res.status,
+          ms: Date.now() - started,
+          body: (await res.json()) as { id?: string; error?: { code: string } },
+        };
+      };
+      const finished = async (id: string) => {
+        const deadline = Date.now() + 30_000;
+        for (;;) {
+          const v = (await (
+            await fetch(`${api.url}/api/v1/jobs/${id}`, { headers: bearer(key) })
+          ).json()) as {
+            status: string;
+            progress: { done: number };
+          };
+          if (v.status === 'completed') return v;
+          if (Date.now() > deadline) throw new Error(`job ${id} not completed`);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      };
+      const first = await submit(3);
+      expect(first.status).toBe(202);
+      expect((await finished(first.body.id!)).progress.done).toBe(3);
+
+      await redis.stop();
+      const used = await db.usageOn(accountId, quotaDay());
+      const down = await submit(3);
+      expect(down.status).toBe(503);
+      expect(down.body.error?.code).toBe('SERVICE_UNAVAILABLE');
+      expect(down.ms).toBeLessThan(5000);
+      // Not counted: neither the request nor its items (the request's count is given back as its 503
+      // goes out, so allow that a moment).
+      const settle = Date.now() + 3000;
+      while ((await db.usageOn(accountId, quotaDay())) !== used && Date.now() < settle) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(await db.usageOn(accountId, quotaDay())).toBe(used);
+      // Everything that does not need the queue still works.
+      expect((await fetch(`${api.url}/api/v1/usage`, { headers: bearer(key) })).status).toBe(200);
+      expect((await fetch(`${api.url}/healthz`)).status).toBe(200);
+      const metrics = await (await fetch(`${api.url}/metrics`, { headers: bearer(METRICS_TOKEN) })).text();
+      expect(metrics).toMatch(/compresso_queue_up 0/);
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(api.proc.alive()).toBe(true);
+      expect(worker.alive()).toBe(true);
+
+      redisUp = await privateRedis(redis.port);
+      let again = await submit(2);
+      const deadline = Date.now() + 15_000;
+      while (again.status === 503 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 200));
+        again = await submit(2);
+      }
+      expect(again.status).toBe(202);
+      // The worker reconnected by itself and takes the new jobs.
+      expect((await finished(again.body.id!)).progress.done).toBe(2);
+      expect(worker.alive()).toBe(true);
+    } finally {
+      await Promise.all([api.proc.stop(), worker.stop()]);
+      await redisUp.stop();
+    }
+  }, 120_000);
+});
