@@ -111,6 +111,15 @@ class CompressTests(RealServerCase):
         result = self.client.compress(src, max_dimension=64)
         self.assertEqual(os.path.basename(result.output_path), "Holiday.min.JPEG")
 
+    def test_filename_cannot_steer_the_output_out_of_its_folder(self) -> None:
+        out = self.tmp / "out"
+        out.mkdir()
+        result = self.client.compress(
+            corpus(ICON).read_bytes(), out, filename="../../escape.png", format="webp", max_dimension=32
+        )
+        self.assertEqual(result.output_path, str(out / "escape.webp"))
+        self.assertEqual(os.listdir(self.tmp), ["out"])
+
     def test_bytes_input_returns_data_and_writes_nothing_without_output(self) -> None:
         data = corpus(PHOTO).read_bytes()
         result = self.client.compress(data, format="png", max_dimension=64)

@@ -219,10 +219,10 @@ def _result_from_headers(
 
 def _output_name(source: _Source, output_format: str, beside_input: bool) -> str:
     """``photo.min.jpg`` beside the input (never the input itself), ``photo.webp`` in another folder."""
-    stem, dot_ext = os.path.splitext(source.filename)
+    # Only the last component: a filename= such as "../x.jpg" must not steer the write elsewhere.
+    stem, dot_ext = os.path.splitext(os.path.basename(source.filename.replace("\\", "/")))
     ext = dot_ext[1:]
-    if not stem or stem.startswith("."):
-        stem, ext = source.filename or "image", ""
+    stem = stem or "image"
     keep = _EXTENSION_FORMATS.get(ext.lower()) == output_format
     new_ext = ext if keep else FILE_EXTENSIONS.get(output_format, output_format)
     return f"{stem}.min.{new_ext}" if beside_input else f"{stem}.{new_ext}"
