@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 import unittest
@@ -162,12 +163,21 @@ class CompressTests(RealServerCase):
         self.assertLess(replaced.output_size, len(before))
         self.assertEqual([p.name for p in self.tmp.iterdir()], [src.name])  # no temporary file left
 
-    def test_same_bytes_as_curl_would_get_for_same_options(self) -> None:
-        # The engine is deterministic: two requests with the same options give the same bytes.
+    def test_same_bytes_as_curl_for_the_same_options(self) -> None:
+        curl = shutil.which("curl")
+        self.assertIsNotNone(curl, "curl is needed for the cross-client check (apt-get install -y curl)")
         src = self.copy(PHOTO)
+        by_curl = self.tmp / "curl.webp"
+        subprocess.run(
+            [curl, "-fsS", "-H", f"Authorization: Bearer {self.key}", "-F", f"file=@{src}",
+             "-F", "output_format=webp", "-F", "quality=70", "-o", str(by_curl), f"{self.server.url}/api/v1/compress"],
+            check=True,
+            timeout=60,
+        )
         a = self.client.compress(src, self.tmp / "a.webp", format="webp", quality=70)
         b = self.client.compress(src.read_bytes(), format="webp", quality=70)
-        self.assertEqual(Path(a.output_path).read_bytes(), b.data)
+        self.assertEqual(Path(a.output_path).read_bytes(), by_curl.read_bytes())
+        self.assertEqual(b.data, by_curl.read_bytes())
 
     def test_missing_file_is_an_os_error_before_any_request(self) -> None:
         with self.assertRaises(FileNotFoundError):
