@@ -2,6 +2,7 @@ import type { Config } from '@compresso/runtime';
 import { type Command, InvalidArgumentError } from 'commander';
 import { contextOf } from '../context.ts';
 import { cliConfig, dataDirOption } from '../data.ts';
+import { UsageError } from '../usage-error.ts';
 
 function parsePort(value: string): number {
   const n = Number(value);
@@ -38,6 +39,11 @@ export function register(program: Command): void {
     if (flags.port !== undefined) overrides.port = flags.port;
     if (flags.host !== undefined) overrides.host = flags.host;
     const config = cliConfig(command, overrides);
+    if (config.workers === 0 && !config.redisUrl) {
+      throw new UsageError(
+        '--workers 0 (COMPRESSO_WORKERS=0) needs REDIS_URL and `compresso worker` processes: with the in-process queue, batch jobs would never run.',
+      );
+    }
     // The server shuts down gracefully on SIGINT/SIGTERM (finishing in-flight requests); the CLI's own
     // SIGINT handler exists to clean up half-written files of `compress` and would exit at once.
     for (const listener of process.listeners('SIGINT')) process.off('SIGINT', listener);
