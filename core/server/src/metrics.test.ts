@@ -1,4 +1,7 @@
+import { createEngine } from '@compresso/engine';
+import { inlineQueue } from '@compresso/runtime';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createMetrics } from './metrics.ts';
 import { bearer, form, proAccount, smallJpeg, startTestServer, type TestServer } from './test-helpers.ts';
 
 const TOKEN = 'metrics-token-0123456789abcdef';
@@ -120,5 +123,44 @@ describe('GET /metrics', () => {
     expect(sample(text, 'compresso_engine_images', { state: 'waiting' })).toBe(0);
     expect(sample(text, 'compresso_process_resident_memory_bytes')).toBeGreaterThan(10 * 1024 * 1024);
     expect(text).toContain('# TYPE compresso_http_request_duration_seconds histogram');
+  });
+});
+
+describe('queue metrics', () => {
+  it('queue depth by state, and the outcomes of this process’s job attempts', async () => {
+    const queue = inlineQueue({ attempts: 2, backoff: { type: 'fixed', delayMs: 10 } });
+    const metrics = createMetrics({ engine: createEngine({ concurrency: 1 }), queue });
+    const unwatch = metrics.watchQueue(queue);
+    try {
+      const worker = queue.work({
+        ok: async () => 'fine',
+        broken: async () => {
+          throw new Error('always');
+        },
+      });
+      await queue.add('ok', {}, { jobId: 'ok-1' });
+      await queue.add('broken', {}, { jobId: 'broken-1' });
+      await queue.add('ok', {}, { jobId: 'ok-2' });
+      const deadline = Date.now() + 5000;
+      while ((await queue.counts()).failed < 1 || (await queue.counts()).completed < 2) {
+        if (Date.now() > deadline) throw new Error(JSON.stringify(await queue.counts()));
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      await worker.close();
+      const text = await metrics.registry.metrics();
+      expect(sample(text, 'compresso_jobs_total', { name: 'ok', outcome: 'completed' })).toBe(2);
+      expect(sample(text, 'compresso_jobs_total', { name: 'broken', outcome: 'retried' })).toBe(1);
+      expect(sample(text, 'compresso_jobs_total', { name: 'broken', outcome: 'failed' })).toBe(1);
+      expect(sample(text, 'compresso_job_duration_seconds_count', { name: 'ok', outcome: 'completed' })).toBe(
+        2,
+      );
+      expect(sample(text, 'compresso_queue_jobs', { queue: 'compresso', state: 'failed' })).toBe(1);
+      expect(sample(text, 'compresso_queue_jobs', { queue: 'compresso', state: 'completed' })).toBe(2);
+      expect(sample(text, 'compresso_queue_jobs', { queue: 'compresso', state: 'waiting' })).toBe(0);
+      expect(sample(text, 'compresso_queue_up')).toBe(1);
+    } finally {
+      unwatch();
+      await queue.close();
+    }
   });
 });

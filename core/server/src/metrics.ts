@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Engine } from '@compresso/engine';
-import type { JobQueue, Logger } from '@compresso/runtime';
+import type { JobQueue, Logger, QueueCounts } from '@compresso/runtime';
 import { CompressoError } from '@compresso/schema';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
@@ -90,10 +90,29 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     },
   });
   if (queue) {
-    const up = new Gauge({
+    // One counts() round trip per scrape, shared by both gauges: prom-client runs their collect()
+    // concurrently, so each awaits the same answer instead of one reading the other's stale value.
+    let pending: Promise<QueueCounts | undefined> | undefined;
+    const countsOnce = () => {
+      pending ??= queue
+        .counts()
+        .catch((err: unknown) => {
+          // A scrape during a Redis outage still answers, with the outage in compresso_queue_up.
+          logger?.warn({ err }, 'metrics: queue counts unavailable');
+          return undefined;
+        })
+        .finally(() => {
+          pending = undefined;
+        });
+      return pending;
+    };
+    new Gauge({
       name: 'compresso_queue_up',
-      help: '1 when the job queue answered the last scrape, 0 when it did not (e.g. Redis down).',
+      help: '1 when the job queue answered this scrape, 0 when it did not (e.g. Redis down).',
       registers: [registry],
+      async collect() {
+        this.set((await countsOnce()) ? 1 : 0);
+      },
     });
     new Gauge({
       name: 'compresso_queue_jobs',
@@ -101,15 +120,9 @@ export function createMetrics(deps: MetricsDeps): Metrics {
       labelNames: ['queue', 'state'],
       registers: [registry],
       async collect() {
-        try {
-          const counts = await queue.counts();
-          for (const [state, n] of Object.entries(counts)) this.set({ queue: queue.name, state }, n);
-          up.set(1);
-        } catch (err) {
-          // A scrape during a Redis outage still answers, with the outage visible in compresso_queue_up.
-          up.set(0);
-          logger?.warn({ err }, 'metrics: queue counts unavailable');
-        }
+        const counts = await countsOnce();
+        if (!counts) return;
+        for (const [state, n] of Object.entries(counts)) this.set({ queue: queue.name, state }, n);
       },
     });
   }
