@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { proAccount, startTestServer, type TestServer } from '../../server/src/test-helpers.ts';
 import {
   BIG_PHOTO,
+  CORPUS,
   type Connected,
   connect,
   errorOf,
@@ -209,6 +210,26 @@ describe('compress_image', () => {
     });
     expect(done.isError).toBeFalsy();
     expect((await sharp(target).metadata()).format).toBe('webp');
+  });
+});
+
+describe('cancellation', () => {
+  it('a call the client cancels aborts its request and writes nothing', async () => {
+    const source = work.copy(join(CORPUS, 'photo-mate-LadyBird.jpg'), 'cancel.jpg');
+    const controller = new AbortController();
+    const call = mcp.client.callTool(
+      { name: 'compress_image', arguments: { file_path: source, output_format: 'avif', quality: 60 } },
+      undefined,
+      { signal: controller.signal },
+    );
+    setTimeout(() => controller.abort(new Error('user pressed stop')), 300);
+    await expect(call).rejects.toThrow();
+    const deadline = Date.now() + 20_000;
+    while (!mcp.logs.some((l) => l.includes('compress_image failed') && l.includes('ABORTED'))) {
+      if (Date.now() > deadline) throw new Error(`no aborted call in the log:\n${mcp.logs.join('\n')}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(readdirSync(work.dir).filter((f) => f.startsWith('cancel.'))).toEqual(['cancel.jpg']);
   });
 });
 
