@@ -1,5 +1,5 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -87,4 +87,17 @@ it('the built compresso-mcp binary, spawned over stdio on Node 18, compresses an
   expect(stderr).toMatch(/compresso-mcp: compress_image ok in \d+ ms/);
   expect(stderr).toContain('standard input closed, closing');
   expect(stderr).not.toContain(key);
+});
+
+it('the committed launcher says how to build when dist/ is missing, on Node 18 too', () => {
+  const bin = join(work.dir, 'unbuilt', 'bin');
+  mkdirSync(bin, { recursive: true });
+  copyFileSync(join(root, 'bin/compresso-mcp.js'), join(bin, 'compresso-mcp.js'));
+  // The copy sits beside no dist/ and under no package.json of type module: mark it as ESM as npm's copy is.
+  copyFileSync(join(root, 'package.json'), join(work.dir, 'unbuilt', 'package.json'));
+  const run = spawnSync(NODE_18, [join(bin, 'compresso-mcp.js')], { encoding: 'utf8', input: '' });
+  expect(run.status).toBe(1);
+  expect(run.stdout).toBe('');
+  expect(run.stderr).toContain('dist/ is not built');
+  expect(run.stderr).toContain('npm run build -w @compresso/mcp');
 });
