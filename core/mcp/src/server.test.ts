@@ -210,6 +210,14 @@ describe('compress_image', () => {
     });
     expect(done.isError).toBeFalsy();
     expect((await sharp(target).metadata()).format).toBe('webp');
+    // The same through a directory: taken.webp is what writing taken.jpg into work.dir as WebP makes.
+    const inDir = await mcp.call('compress_image', {
+      file_path: work.copy(PHOTO, 'taken.jpg'),
+      output_path: work.dir,
+      output_format: 'webp',
+    });
+    expect(errorOf(inDir)).toMatchObject({ code: 'CONFLICT' });
+    expect(textOf(inDir)).toContain(`${target} already exists`);
   });
 });
 

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
 import { type BatchItem, Compresso, type CompressResult, DEFAULT_BASE_URL } from '@compresso/client';
 import {
@@ -207,6 +208,21 @@ export function createCompressoMcpServer(options: CompressoMcpOptions = {}): Mcp
               {
                 details: [
                   { field: 'output_path', expected: 'a path other than file_path', received: output.path },
+                ],
+              },
+            );
+          }
+          if (target !== undefined && target !== input.path && !args.overwrite && existsSync(target)) {
+            throw new ToolError(
+              'CONFLICT',
+              `output_path: ${target} already exists; pass overwrite: true to replace it, or choose another directory.`,
+              {
+                details: [
+                  {
+                    field: 'output_path',
+                    expected: 'a directory without that file (or overwrite: true)',
+                    received: target,
+                  },
                 ],
               },
             );
