@@ -185,6 +185,22 @@ describe('compress', () => {
     expect(missing.message).toContain('no file at');
   });
 
+  it('a misspelt or snake_case option is refused, naming the camelCase one, before any request', async () => {
+    const before = requestsTo('/api/v1/compress');
+    const error = await rejection(
+      client.compress(PHOTO, { max_dimension: 100, output_format: 'webp', colour: 'red' } as never),
+    );
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.code).toBe('INVALID_OPTION');
+    expect(error.message).toContain('max_dimension: expected maxDimension (camelCase)');
+    expect(error.message).toContain('output_format: expected format (camelCase)');
+    expect(error.details).toContainEqual(expect.objectContaining({ field: 'colour' }));
+    expect(requestsTo('/api/v1/compress')).toBe(before);
+    await expect(client.compressBatch([PHOTO], { output: 'x' } as never)).rejects.toThrow(
+      /output: expected one of/,
+    );
+  });
+
   it('a stream over maxUploadBytes is stopped in the client, before any request', async () => {
     const small = new Compresso(key, { baseUrl: srv.url, maxUploadBytes: 10_000 });
     const before = requestsTo('/api/v1/compress');

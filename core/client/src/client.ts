@@ -170,6 +170,39 @@ function fields(options: ImageOptions): Record<string, string> {
   return form;
 }
 
+const IMAGE_OPTIONS = ['format', 'quality', 'maxDimension', 'stripExif', 'pngToJpeg', 'filename'];
+const REQUEST_OPTIONS = ['signal', 'timeout', 'maxRetries'];
+const KNOWN_OPTIONS = {
+  info: new Set([...IMAGE_OPTIONS, ...REQUEST_OPTIONS]),
+  compress: new Set([...IMAGE_OPTIONS, ...REQUEST_OPTIONS, 'output', 'overwrite']),
+  compressBatch: new Set([...IMAGE_OPTIONS, ...REQUEST_OPTIONS, 'outputDir', 'concurrency', 'onProgress']),
+};
+
+/**
+ * A misspelt option would otherwise be dropped without a word — above all the HTTP API's
+ * snake_case names (`max_dimension`), which this client spells in camelCase.
+ */
+function checkOptions(method: keyof typeof KNOWN_OPTIONS, options: object): void {
+  const known = KNOWN_OPTIONS[method];
+  const problems = Object.keys(options)
+    .filter((name) => !known.has(name))
+    .map((name) => {
+      const camel = name.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
+      const hint = camel === 'outputFormat' ? 'format' : known.has(camel) ? camel : undefined;
+      return {
+        field: name,
+        expected: hint ? `${hint} (camelCase)` : `one of ${[...known].join(', ')}`,
+        received: name,
+      };
+    });
+  if (problems.length === 0) return;
+  throw new BadRequestError(
+    'INVALID_OPTION',
+    `Unknown option for ${method}() — ${problems.map((p) => `${p.field}: expected ${p.expected}`).join('; ')}`,
+    { details: problems },
+  );
+}
+
 function numberHeader(headers: Record<string, string>, name: string): number {
   const value = Number(headers[name]);
   if (headers[name] === undefined || !Number.isFinite(value)) {
@@ -325,6 +358,7 @@ export class Compresso {
 
   /** POST /api/v1/compress: the compressed bytes, written to a file as `output` says, and the facts. */
   async compress(input: ImageInput, options: CompressOptions = {}): Promise<CompressResult> {
+    checkOptions('compress', options);
     const prepared = await prepareInput(input, { maxBytes: this.maxUploadBytes, filename: options.filename });
     return this.#compressPrepared(prepared, options, undefined);
   }
@@ -383,6 +417,7 @@ export class Compresso {
 
   /** POST /api/v1/info: what compression would give, as the server's JSON; nothing is written. */
   async info(input: ImageInput, options: InfoOptions = {}): Promise<InfoResult> {
+    checkOptions('info', options);
     const prepared = await prepareInput(input, { maxBytes: this.maxUploadBytes, filename: options.filename });
     const response = await this.request(
       {
@@ -406,6 +441,7 @@ export class Compresso {
     inputs: readonly ImageInput[],
     options: CompressBatchOptions = {},
   ): Promise<BatchItem[]> {
+    checkOptions('compressBatch', options);
     const { outputDir, concurrency: wanted, onProgress, ...compressOptions } = options;
     const concurrency = nonNegativeInteger(wanted, 2, 'concurrency') || 1;
     const total = inputs.length;
@@ -431,7 +467,7 @@ export class Compresso {
       while (next < total) {
         const index = next++;
         const input = inputs[index]!;
-        const label = typeof input === 'string' ? input : `#${index}`;
+        const label = labelOf(input, index);
         if (fatal) {
           finish({ index, input: label, ok: false, error: fatal });
           continue;
@@ -441,7 +477,7 @@ export class Compresso {
           const target =
             outputDir !== undefined && stems ? { dir: outputDir, stem: stems[index]! } : undefined;
           const result = await this.#compressPrepared(prepared, compressOptions, target);
-          finish({ index, input: typeof input === 'string' ? input : prepared.label, ok: true, result });
+          finish({ index, input: label, ok: true, result });
         } catch (caught) {
           const error = asCompressoError(caught);
           if (
@@ -559,6 +595,15 @@ function parseRetryAfterHeader(headers: Record<string, string> | undefined): num
   if (value === undefined) return undefined;
   const seconds = Number(value);
   return Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
+}
+
+/** How a batch item names its input: the path, a File's or file stream's name, else `#<index>`. */
+function labelOf(input: ImageInput, index: number): string {
+  if (typeof input === 'string') return input;
+  const named = input as { name?: unknown; path?: unknown };
+  if (typeof named.name === 'string' && named.name) return named.name;
+  if (typeof named.path === 'string' && named.path) return named.path;
+  return `#${index}`;
 }
 
 /** Output stems for a batch, in input order: a stem seen before gets `-2`, `-3`… */

@@ -145,7 +145,10 @@ export interface CompressBatchOptions extends ImageOptions, RequestOptions {
   onProgress?: (event: BatchProgress) => void;
 }
 
-/** One input's outcome; the array from `compressBatch()` is in input order. */
+/**
+ * One input's outcome; the array from `compressBatch()` is in input order. `input` is the path, a
+ * File's or file stream's name, or `#<index>` for bytes and other streams.
+ */
 export type BatchItem =
   | { index: number; input: string; ok: true; result: CompressResult; error?: undefined }
   | { index: number; input: string; ok: false; result?: undefined; error: CompressoErrorLike };
