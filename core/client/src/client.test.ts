@@ -175,6 +175,44 @@ describe('compress', () => {
     expect(streamed.outputPath).toBe(join(work.dir, 'streamed', 'photo-skimage-rocket.jpg'));
   });
 
+  it('gives the same bytes as a plain multipart POST (what curl sends) with the same options', async () => {
+    const body = new FormData();
+    body.append('output_format', 'webp');
+    body.append('quality', '60');
+    body.append('max_dimension', '300');
+    body.append('file', new Blob([readFileSync(PHOTO)]), 'rocket.jpg');
+    const plain = await fetch(`${srv.url}/api/v1/compress`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body,
+    });
+    expect(plain.status).toBe(200);
+    const viaClient = await client.compress(PHOTO, {
+      format: 'webp',
+      quality: 60,
+      maxDimension: 300,
+      output: false,
+    });
+    expect(viaClient.data.equals(Buffer.from(await plain.arrayBuffer()))).toBe(true);
+    expect(viaClient.outputSize).toBe(Number(plain.headers.get('x-output-size')));
+  });
+
+  it('a fetch of your own is used, with the global FormData (no form-data package needed)', async () => {
+    const seen: string[] = [];
+    const own = new Compresso(key, {
+      baseUrl: srv.url,
+      fetch: (url, init) => {
+        seen.push(
+          `${init?.method} ${String(url)} ${init?.body instanceof FormData ? 'FormData' : typeof init?.body}`,
+        );
+        return fetch(url, init);
+      },
+    });
+    const result = await own.compress(readFileSync(PHOTO), { maxDimension: 50 });
+    expect(Math.max(result.width, result.height)).toBe(50);
+    expect(seen).toEqual([`POST ${srv.url}/api/v1/compress FormData`]);
+  });
+
   it('an input that is none of those is refused with a clear message', async () => {
     const error = await rejection(client.compress(42 as unknown as string));
     expect(error).toBeInstanceOf(BadRequestError);

@@ -114,8 +114,8 @@ export function networkCode(error: unknown): string | undefined {
 /** Through a fetch implementation (the global one on Node >= 18, or the caller's). */
 export function fetchTransport(fetchImpl: typeof fetch): Transport {
   return async (request, control) => {
-    const native = fetchImpl === globalThis.fetch;
-    const { body, headers } = await encodedBody(request, native);
+    // Any fetch of this era takes the global FormData; form-data is only for runtimes without one.
+    const { body, headers } = await encodedBody(request, true);
     let response: Response;
     try {
       response = await fetchImpl(request.url, {
