@@ -9,7 +9,7 @@ import {
   AuthenticationError,
   BadRequestError,
   Compresso,
-  CompressoError,
+  type CompressoError,
   createClient,
   NotFoundError,
   PermissionError,
@@ -18,7 +18,7 @@ import {
   TooLargeError,
   UnsupportedImageError,
 } from './index.ts';
-import { BIG_PHOTO, PHOTO, PNG, truncated, workDir } from './test-support.ts';
+import { BIG_PHOTO, PHOTO, PNG, rejection, truncated, workDir } from './test-support.ts';
 
 let srv: TestServer;
 let key: string;
@@ -38,15 +38,6 @@ afterAll(async () => {
 /** Requests the server logged for a path: proves how many attempts a call made. */
 function requestsTo(path: string): number {
   return srv.logLines.filter((line) => line['msg'] === 'request' && line['path'] === path).length;
-}
-
-async function rejection(promise: Promise<unknown>): Promise<CompressoError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(CompressoError);
-  return error as CompressoError;
 }
 
 describe('construction', () => {

@@ -5,13 +5,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   AbortError,
   Compresso,
-  CompressoError,
   ConnectionError,
   RateLimitError,
   ServerError,
   TimeoutError,
 } from './index.ts';
-import { PHOTO } from './test-support.ts';
+import { PHOTO, rejection } from './test-support.ts';
 
 /**
  * A loopback stand-in for the faults the real server will not produce on demand: resets, 503s,
@@ -128,15 +127,6 @@ beforeEach(() => {
 
 function client(options: ConstructorParameters<typeof Compresso>[1] = {}): Compresso {
   return new Compresso('cmp_live_test', { baseUrl: url, ...options });
-}
-
-async function rejection(promise: Promise<unknown>): Promise<CompressoError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(CompressoError);
-  return error as CompressoError;
 }
 
 describe('retries', () => {

@@ -3,6 +3,8 @@ import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } fr
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+import { CompressoError } from './errors.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const REPO = resolve(here, '../../..');
@@ -65,4 +67,14 @@ export function appDir(prefix: string): string {
   const cache = join(PACKAGE_DIR, 'node_modules/.cache');
   mkdirSync(cache, { recursive: true });
   return mkdtempSync(join(cache, `${prefix}-`));
+}
+
+/** The error a call rejects with, checked to be one of the client's. */
+export async function rejection(promise: Promise<unknown>): Promise<CompressoError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(CompressoError);
+  return error as CompressoError;
 }
