@@ -55,6 +55,8 @@ const USAGE = `Usage: node test/bench/run.ts [flags]
   --no-auto              skip quality "auto"
   --no-score             skip SSIMULACRA2 scoring
   --no-http              skip the HTTP path (http.ts: POST /api/v1/compress vs the engine)
+  --no-scale             skip the scaled-out setup (scale.ts: req/s and p99, embedded vs
+                         PostgreSQL + Redis with 1 and 2 API processes)
   --corpus DIR           image directory (default ../shared/corpus from the repo root)
   --out FILE             write the JSON here (and FILE.md) instead of test/bench/results/
   --help`;
@@ -100,6 +102,7 @@ function parseFlags() {
       auto: { type: 'boolean', default: true },
       score: { type: 'boolean', default: true },
       http: { type: 'boolean', default: true },
+      scale: { type: 'boolean', default: true },
       corpus: { type: 'string' },
       out: { type: 'string' },
       help: { type: 'boolean', default: false },
@@ -619,6 +622,11 @@ async function main() {
   if (parsed.http && !quick) {
     const http = spawnSync(process.execPath, [join(HERE, 'http.ts')], { stdio: 'inherit' });
     if (http.status !== 0) process.exitCode = http.status ?? 1;
+  }
+  // The scaled-out setup (scale.ts) too: it needs PostgreSQL and Redis, as the tests do.
+  if (parsed.scale && !quick) {
+    const scale = spawnSync(process.execPath, [join(HERE, 'scale.ts')], { stdio: 'inherit' });
+    if (scale.status !== 0) process.exitCode = scale.status ?? 1;
   }
 }
 
