@@ -9,7 +9,7 @@ import { bullmqQueue } from '@compresso/runtime/bullmq';
 import { isCompressoError } from '@compresso/schema';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeQueueBattery, sleep, until } from './queue-battery.ts';
+import { describeQueueBattery, gate, sleep, until } from './queue-battery.ts';
 
 /**
  * The queue battery on both backends: in-process, and BullMQ on the real Redis (CI makes sure one
@@ -88,6 +88,33 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** A redis-server of the test's own, on `port`, that the test may kill and restart. */
+async function startRedis(port: number): Promise<ChildProcess> {
+  const url = `redis://127.0.0.1:${port}`;
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => {}); // refused until the server is up: expected
+  await until(
+    () =>
+      probe.connect().then(
+        () => true,
+        () => false,
+      ),
+    (ok) => ok,
+    10_000,
+  ).catch((error) => {
+    throw new Error(
+      `redis-server (on PATH: apt-get install -y redis-server) did not start on ${port}: ${error}`,
+    );
+  });
+  probe.disconnect();
+  return child;
+}
+
 const unavailable = async (work: Promise<unknown>) => {
   const t0 = Date.now();
   const error = await work.then(
@@ -131,33 +158,7 @@ describe('bullmq: producers fail fast, workers wait and reconnect', () => {
   it('a worker keeps going across a Redis restart; producers refuse while it is down', async () => {
     const port = await freePort();
     const url = `redis://127.0.0.1:${port}`;
-    const startRedis = async () => {
-      const child = spawn(
-        'redis-server',
-        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-        {
-          stdio: 'ignore',
-        },
-      );
-      const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      probe.on('error', () => {}); // refused until the server is up: expected
-      await until(
-        () =>
-          probe.connect().then(
-            () => true,
-            () => false,
-          ),
-        (ok) => ok,
-        10_000,
-      ).catch((error) => {
-        throw new Error(
-          `redis-server (on PATH: apt-get install -y redis-server) did not start on ${port}: ${error}`,
-        );
-      });
-      probe.disconnect();
-      return child;
-    };
-    let redis: ChildProcess = await startRedis();
+    let redis: ChildProcess = await startRedis(port);
     const queue = bullmqQueue({ url, prefix: PREFIX, name: nextName(), producerTimeoutMs: 1000 });
     const done: string[] = [];
     const worker = queue.work({ note: async (job) => void done.push((job.data as { n: string }).n) });
@@ -175,7 +176,7 @@ describe('bullmq: producers fail fast, workers wait and reconnect', () => {
       expect(ms).toBeLessThan(2500);
       await sleep(500); // the worker sees its connections drop and starts reconnecting
 
-      redis = await startRedis();
+      redis = await startRedis(port);
       // The producer reconnects by itself too: the first add after the restart may wait for it.
       await until(
         () =>
@@ -195,6 +196,41 @@ describe('bullmq: producers fail fast, workers wait and reconnect', () => {
       await worker.close({ timeoutMs: 2000 });
       await queue.close();
       redis.kill('SIGTERM');
+    }
+  });
+
+  it('a worker closes within its bounds while Redis is down, its job left to the stalled-job check', async () => {
+    const port = await freePort();
+    const redis = await startRedis(port);
+    const queue = bullmqQueue({
+      url: `redis://127.0.0.1:${port}`,
+      prefix: PREFIX,
+      name: nextName(),
+      producerTimeoutMs: 500,
+    });
+    const started = gate();
+    let aborted = false;
+    const worker = queue.work({
+      long: async (job) => {
+        started.open();
+        await new Promise((resolve) => job.signal.addEventListener('abort', resolve));
+        aborted = true;
+      },
+    });
+    try {
+      await queue.add('long', {});
+      await started.promise;
+      redis.kill('SIGKILL');
+      await once(redis, 'exit');
+      const t0 = Date.now();
+      await worker.close({ timeoutMs: 500 });
+      // Grace 0.5 s, hand-back 1.5 s, disconnect and last wait ≤ 1 s each: ≈ 4 s at most, never the
+      // for-ever of a QUIT sent to a dead server.
+      expect(Date.now() - t0).toBeLessThan(6000);
+      expect(aborted).toBe(true);
+    } finally {
+      await queue.close();
+      if (redis.exitCode === null) redis.kill('SIGKILL');
     }
   });
 

@@ -65,6 +65,26 @@ const STATE: Record<string, JobState | undefined> = {
   failed: 'failed',
 };
 
+/**
+ * True when `work` settled within `ms` (its rejection counts as settled and is swallowed: callers use
+ * this only where the outcome no longer matters, during shutdown).
+ */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = work.then(
+    () => true,
+    () => true,
+  );
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(resolve, ms, false);
+  });
+  try {
+    return await Promise.race([settled, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** A password in a Redis URL must not reach an error message or a log. */
 const safeUrl = (url: string) => url.replace(/(\/\/[^/@:\s]*):[^/@\s]*@/g, '$1:***@');
 
@@ -276,7 +296,7 @@ export function bullmqQueue(options: BullmqQueueOptions): JobQueue {
               run.catch(() => {}); // its late outcome no longer matters
               // Back to waiting without spending an attempt; if Redis is gone too, the lock lapses
               // and the stalled-job check does the same a little later.
-              await job.moveToWait(token);
+              await within(job.moveToWait(token), producerTimeoutMs);
               throw new WaitingError();
             }
             const durationMs = performance.now() - started;
@@ -325,15 +345,19 @@ export function bullmqQueue(options: BullmqQueueOptions): JobQueue {
     close(opts: CloseWorkerOptions = {}): Promise<void> {
       this.#closing ??= (async () => {
         const timeoutMs = opts.timeoutMs ?? defaults.closeTimeoutMs;
-        const closing = this.#worker.close();
-        const after = (ms: number) =>
-          new Promise<'timeout'>((resolve) => setTimeout(resolve, ms, 'timeout').unref());
-        if ((await Promise.race([closing, after(timeoutMs)])) === 'timeout') {
-          for (const controller of this.#inFlight.values())
+        // Stops fetching, waits for the jobs in flight, then QUITs its connections — which, while
+        // Redis is down, waits for ever (worker connections retry without end), hence the bounds.
+        const closing = this.#worker.close().catch((error: Error) => onError(error));
+        if (!(await within(closing, timeoutMs))) {
+          for (const controller of this.#inFlight.values()) {
             controller.abort(new Error('The worker is shutting down.'));
-          // Giving back is one round trip per job; without Redis it cannot happen, so stop waiting.
-          if ((await Promise.race([closing, after(Math.max(2000, producerTimeoutMs))])) === 'timeout') {
-            await this.#worker.close(true);
+          }
+          // Giving back is one round trip per job (bounded too).
+          if (!(await within(closing, producerTimeoutMs + 1000))) {
+            // Redis is unreachable: drop the connections. Jobs not handed back keep their lock until
+            // it lapses, then the stalled-job check gives them to another worker.
+            await within(this.#worker.disconnect(), 1000);
+            await within(closing, 1000);
           }
         }
         workers.delete(this);
@@ -420,7 +444,11 @@ export function bullmqQueue(options: BullmqQueueOptions): JobQueue {
       if (closed) return;
       closed = true;
       await Promise.all([...workers].map((w) => w.close()));
-      await queue.close().catch(() => {});
+      // Bounded: closing waits for Redis, which may be the reason for the shutdown.
+      await within(
+        queue.close().catch(() => {}),
+        producerTimeoutMs,
+      );
       producer.disconnect();
       listeners.clear();
     },
