@@ -127,6 +127,7 @@ async function measure(setup: string, procs: { proc: Proc; url: string }[], key:
 }
 
 async function main(): Promise<void> {
+  const loadAtStart = loadavg().map((x) => round(x, 2));
   const run = randomBytes(4).toString('hex');
   const work = mkdtempSync(join(tmpdir(), 'compresso-scale-bench-'));
   const dbName = `cmp_bench_${run}`;
@@ -193,6 +194,7 @@ async function main(): Promise<void> {
       memory_gib: round(totalmem() / 2 ** 30),
       node: process.version,
       malloc_arena_max: process.env.MALLOC_ARENA_MAX ?? null,
+      loadavg_start: loadAtStart,
       loadavg_end: loadavg().map((x) => round(x, 2)),
     },
     seconds_per_run: seconds,
@@ -213,7 +215,7 @@ async function main(): Promise<void> {
         `| ${r.setup} | ${r.api_processes} | ${r.workload} | ${r.rps} | ${r.p50_ms} | ${r.p99_ms} | ${r.errors} |`,
     ),
     '',
-    `usage = ${result.workloads.usage}; info = ${result.workloads.info}.`,
+    `usage = ${result.workloads.usage}; info = ${result.workloads.info}. Load average ${loadAtStart[0]} at the start, ${result.machine.loadavg_end[0]} at the end.`,
     '',
   ].join('\n');
   process.stdout.write(`${md}\n`);
