@@ -1,11 +1,13 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { sqliteDatabase } from '@compresso/runtime';
 import { postgresDatabase } from '@compresso/runtime/postgres';
 import pg from 'pg';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The battery stays beside the Database port it describes (its cases grow with the port); it is not
 // exported from the package entry, so the runtime never loads vitest.
 import { describeDatabaseBattery } from '../../core/runtime/src/database-battery.ts';
@@ -58,4 +60,70 @@ describeDatabaseBattery(`postgres (${TEST_URL.replace(/\/\/[^@/]*@/, '//')})`, a
   const db = postgresDatabase({ url: TEST_URL, schema });
   await db.migrate();
   return db;
+});
+
+/** Run `code` in a fresh Node process from the repository root (so package imports resolve as for a user). */
+const inProcess = (code: string) =>
+  new Promise<string>((done, fail) => {
+    execFile(
+      process.execPath,
+      ['--input-type=module', '-e', code],
+      { cwd: resolve(import.meta.dirname, '../..'), env: { PATH: process.env.PATH ?? '' }, timeout: 30_000 },
+      (error, stdout, stderr) =>
+        error ? fail(new Error(`${error.message}\n${stderr}`)) : done(stdout.trim()),
+    );
+  });
+
+describe('migrations at start', () => {
+  // What `compresso serve` and `compresso worker` do when they start: several at once on one database.
+  it('four processes migrating one fresh PostgreSQL schema at once apply each migration once', async () => {
+    const schema = `cmp_conf_${run}_start`;
+    schemas.push(schema);
+    const code = `
+      const { postgresDatabase } = await import('@compresso/runtime/postgres');
+      const db = postgresDatabase({ url: ${JSON.stringify(TEST_URL)}, schema: ${JSON.stringify(schema)}, poolSize: 1 });
+      await db.migrate();
+      console.log(await db.countAccounts());
+      await db.close();
+    `;
+    const outputs = await Promise.all(Array.from({ length: 4 }, () => inProcess(code)));
+    expect(outputs).toEqual(['0', '0', '0', '0']);
+    const versionsIn = async (name: string) =>
+      (await admin.query(`SELECT version FROM "${name}".schema_migrations ORDER BY version`)).rows.map((r) =>
+        Number(r.version),
+      );
+    // The versions one process alone applies, each once: the primary key refuses a second row, so a
+    // race shows as a failed process above or a missing version here.
+    const reference = `cmp_conf_${run}_reference`;
+    schemas.push(reference);
+    const alone = postgresDatabase({ url: TEST_URL, schema: reference });
+    await alone.migrate();
+    await alone.close();
+    expect(await versionsIn(schema)).toEqual(await versionsIn(reference));
+  });
+
+  it('four processes migrating one fresh SQLite file at once apply each migration once', async () => {
+    const path = join(dir, 'start.sqlite');
+    const code = `
+      const { sqliteDatabase } = await import('@compresso/runtime');
+      const db = sqliteDatabase({ path: ${JSON.stringify(path)} });
+      await db.migrate();
+      console.log(await db.countAccounts());
+      await db.close();
+    `;
+    const outputs = await Promise.all(Array.from({ length: 4 }, () => inProcess(code)));
+    expect(outputs).toEqual(['0', '0', '0', '0']);
+    const versionsIn = (file: string) => {
+      const raw = new DatabaseSync(file);
+      const rows = raw.prepare('SELECT version FROM schema_migrations ORDER BY version').all() as {
+        version: number;
+      }[];
+      raw.close();
+      return rows.map((r) => r.version);
+    };
+    const alone = sqliteDatabase({ path: join(dir, 'reference.sqlite') });
+    await alone.migrate();
+    await alone.close();
+    expect(versionsIn(path)).toEqual(versionsIn(join(dir, 'reference.sqlite')));
+  });
 });
