@@ -121,6 +121,7 @@ describe('GET /metrics', () => {
     expect(sample(text, 'compresso_engine_concurrency')).toBe(2);
     expect(sample(text, 'compresso_engine_images', { state: 'active' })).toBe(0);
     expect(sample(text, 'compresso_engine_images', { state: 'waiting' })).toBe(0);
+    expect(sample(text, 'compresso_heic_decoder_images', { state: 'running' })).toBe(0);
     expect(sample(text, 'compresso_process_resident_memory_bytes')).toBeGreaterThan(10 * 1024 * 1024);
     expect(text).toContain('# TYPE compresso_http_request_duration_seconds histogram');
   });

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Engine } from '@compresso/engine';
+import { type Engine, heicDecoderStats } from '@compresso/engine';
 import type { JobQueue, Logger, QueueCounts } from '@compresso/runtime';
 import { CompressoError } from '@compresso/schema';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
@@ -83,10 +83,21 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   });
   new Gauge({
     name: 'compresso_engine_concurrency',
-    help: 'Images the engine processes at once (COMPRESSO_CONCURRENCY).',
+    help: 'Images in sharp at once, the engine semaphore (COMPRESSO_CONCURRENCY).',
     registers: [registry],
     collect() {
       this.set(engine.stats().concurrency);
+    },
+  });
+  new Gauge({
+    name: 'compresso_heic_decoder_images',
+    help: 'HEIC images in the decoder worker threads: state="running" or "waiting" for a thread.',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const heic = heicDecoderStats();
+      this.set({ state: 'running' }, heic.running);
+      this.set({ state: 'waiting' }, heic.waiting);
     },
   });
   if (queue) {
