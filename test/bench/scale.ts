@@ -5,10 +5,12 @@
  *
  *   node test/bench/scale.ts [--seconds N] [--clients N] [--out FILE]
  *
- * Two workloads, each run for --seconds after a short warm-up, by --clients concurrent keep-alive
+ * Three workloads, each run for --seconds after a short warm-up, by --clients concurrent keep-alive
  * clients in this process:
  * - `usage`: GET /api/v1/usage — authentication, the atomic quota count and a JSON answer: the
- *   per-request cost of the database path, no image work;
+ *   per-request cost of the database path, no image work, every client on one account (one hot
+ *   quota row);
+ * - `usage-32-accounts`: the same with each client on an account of its own;
  * - `info`: POST /api/v1/info with a 64×64 PNG → WebP — the same plus multipart and the engine.
  * On a 2-core machine the load generator shares the cores with the servers (and PostgreSQL/Redis),
  * so a second API process can only show how much headroom one process leaves, not linear scaling.
@@ -20,6 +22,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import {
+  applyPromo,
+  createAccount,
+  createApiKey,
+  createPromoCode,
+  loadConfig,
+  openDatabase,
+} from '@compresso/runtime';
 import pg from 'pg';
 import sharp from 'sharp';
 import { type Proc, repo, startServe } from '../scale/processes.ts';
@@ -40,19 +50,12 @@ const seconds = Number(args.seconds);
 const clients = Number(args.clients);
 const ADMIN_URL = process.env.COMPRESSO_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_URL = process.env.COMPRESSO_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const bin = join(repo, 'core/cli/src/bin.ts');
 
 function percentile(sorted: number[], p: number): number {
   if (!sorted.length) return 0;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
-
-function cli(env: NodeJS.ProcessEnv, ...argv: string[]): string {
-  const r = spawnSync(process.execPath, [bin, ...argv], { env, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`compresso ${argv.join(' ')} failed: ${r.stderr}`);
-  return r.stdout.trim();
-}
 
 interface Row {
   setup: string;
@@ -65,21 +68,17 @@ interface Row {
   p99_ms: number;
 }
 
-async function load(
-  urls: string[],
-  key: string,
-  workload: 'usage' | 'info',
-  tiny: Buffer,
-  forSeconds: number,
-) {
+type Workload = 'usage' | 'usage-32-accounts' | 'info';
+
+async function load(urls: string[], keys: string[], workload: Workload, tiny: Buffer, forSeconds: number) {
   const latencies: number[] = [];
   let errors = 0;
   let n = 0;
   const until = performance.now() + forSeconds * 1000;
-  const one = async (base: string) => {
+  const one = async (base: string, key: string) => {
     const t = performance.now();
     let res: Response;
-    if (workload === 'usage') {
+    if (workload !== 'info') {
       res = await fetch(`${base}/api/v1/usage`, { headers: { authorization: `Bearer ${key}` } });
     } else {
       const form = new FormData();
@@ -97,8 +96,10 @@ async function load(
   };
   const started = performance.now();
   await Promise.all(
-    Array.from({ length: clients }, async () => {
-      while (performance.now() < until) latencies.push(await one(urls[n++ % urls.length]!));
+    Array.from({ length: clients }, async (_, client) => {
+      // Every client on one account, or each on an account of its own (usage-32-accounts).
+      const key = workload === 'usage-32-accounts' ? keys[client % keys.length]! : keys[0]!;
+      while (performance.now() < until) latencies.push(await one(urls[n++ % urls.length]!, key));
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
@@ -112,12 +113,12 @@ async function load(
   };
 }
 
-async function measure(setup: string, procs: { proc: Proc; url: string }[], key: string, tiny: Buffer) {
+async function measure(setup: string, procs: { proc: Proc; url: string }[], keys: string[], tiny: Buffer) {
   const rows: Row[] = [];
   const urls = procs.map((p) => p.url);
-  for (const workload of ['usage', 'info'] as const) {
-    await load(urls, key, workload, tiny, 1); // warm-up: connections, JIT, pools
-    const r = await load(urls, key, workload, tiny, seconds);
+  for (const workload of ['usage', 'usage-32-accounts', 'info'] as const) {
+    await load(urls, keys, workload, tiny, 1); // warm-up: connections, JIT, pools
+    const r = await load(urls, keys, workload, tiny, seconds);
     rows.push({ setup, api_processes: procs.length, workload, ...r });
     process.stderr.write(
       `  ${setup}, ${procs.length} API process(es), ${workload}: ${r.rps} req/s, p50 ${r.p50_ms} ms, p99 ${r.p99_ms} ms${r.errors ? `, ${r.errors} errors` : ''}\n`,
@@ -151,28 +152,38 @@ async function main(): Promise<void> {
   const tiny = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#4a8' } })
     .png()
     .toBuffer();
-  const account = (env: NodeJS.ProcessEnv) => {
-    cli(env, 'account', 'create', '--email', 'bench@example.com');
-    cli(env, 'promo', 'create', 'BENCH', '--plan', 'pro', '--uses', '1');
-    cli(env, 'account', 'plan', 'bench@example.com', '--promo', 'BENCH');
-    return cli(env, 'keys', 'create', '--account', 'bench@example.com', '--name', 'bench');
+  // 32 Pro accounts with a key each, written straight into the database the servers will use.
+  const accounts = async (env: NodeJS.ProcessEnv): Promise<string[]> => {
+    const db = await openDatabase(loadConfig(env));
+    try {
+      await createPromoCode(db, { code: 'BENCH', plan: 'pro', uses: 32 });
+      const keys: string[] = [];
+      for (let i = 0; i < 32; i++) {
+        const account = await createAccount(db, `bench${i}@example.com`);
+        await applyPromo(db, account.email, 'BENCH');
+        keys.push((await createApiKey(db, account.id, 'bench')).secret);
+      }
+      return keys;
+    } finally {
+      await db.close();
+    }
   };
 
   const rows: Row[] = [];
   const running: Proc[] = [];
   try {
-    const key = account(embedded);
+    const keys = await accounts(embedded);
     const one = await startServe('embedded', embedded);
     running.push(one.proc);
-    rows.push(...(await measure('embedded (SQLite, in-process queue)', [one], key, tiny)));
+    rows.push(...(await measure('embedded (SQLite, in-process queue)', [one], keys, tiny)));
     await one.proc.stop();
 
     await admin.query(`CREATE DATABASE "${dbName}"`);
-    const scaledKey = account(scaled);
+    const scaledKeys = await accounts(scaled);
     const [a, b] = await Promise.all([startServe('api-1', scaled), startServe('api-2', scaled)]);
     running.push(a.proc, b.proc);
-    rows.push(...(await measure('PostgreSQL + Redis', [a], scaledKey, tiny)));
-    rows.push(...(await measure('PostgreSQL + Redis', [a, b], scaledKey, tiny)));
+    rows.push(...(await measure('PostgreSQL + Redis', [a], scaledKeys, tiny)));
+    rows.push(...(await measure('PostgreSQL + Redis', [a, b], scaledKeys, tiny)));
   } finally {
     await Promise.all(running.map((p) => p.stop()));
     await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch(() => {});
@@ -200,7 +211,8 @@ async function main(): Promise<void> {
     seconds_per_run: seconds,
     clients,
     workloads: {
-      usage: 'GET /api/v1/usage (auth, atomic quota count, JSON)',
+      usage: 'GET /api/v1/usage (auth, atomic quota count, JSON), every client on one account',
+      'usage-32-accounts': 'the same, each client on an account of its own',
       info: 'POST /api/v1/info, 64×64 PNG → WebP (auth, quota, multipart, engine)',
     },
     rows,
@@ -215,7 +227,7 @@ async function main(): Promise<void> {
         `| ${r.setup} | ${r.api_processes} | ${r.workload} | ${r.rps} | ${r.p50_ms} | ${r.p99_ms} | ${r.errors} |`,
     ),
     '',
-    `usage = ${result.workloads.usage}; info = ${result.workloads.info}. Load average ${loadAtStart[0]} at the start, ${result.machine.loadavg_end[0]} at the end.`,
+    `usage = ${result.workloads.usage}; usage-32-accounts = ${result.workloads['usage-32-accounts']}; info = ${result.workloads.info}. Load average ${loadAtStart[0]} at the start, ${result.machine.loadavg_end[0]} at the end.`,
     '',
   ].join('\n');
   process.stdout.write(`${md}\n`);
