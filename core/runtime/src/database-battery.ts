@@ -288,5 +288,93 @@ export function describeDatabaseBattery(name: string, open: () => Promise<Databa
         expect(await db.listQueuedBatchItems(10)).toEqual([{ batchId: 'job_one', index: 2 }]);
       }),
     );
+
+    it(
+      'stores password hashes, sessions by hash with expiry, and signs an account out everywhere',
+      withDb(async (db) => {
+        const account = await createAccount(db, 'web@example.com');
+        const other = await createAccount(db, 'other@example.com');
+        // A CLI-made account has no password until it sets one.
+        expect(await db.findPasswordHash(account.id)).toBeUndefined();
+        await db.setPasswordHash(account.id, 'scrypt$first', '2026-01-01T00:00:00.000Z');
+        await db.setPasswordHash(account.id, 'scrypt$second', '2026-01-02T00:00:00.000Z');
+        expect(await db.findPasswordHash(account.id)).toBe('scrypt$second');
+        expect(await db.findPasswordHash(other.id)).toBeUndefined();
+
+        const base = { accountId: account.id, createdAt: '2026-01-01T00:00:00.000Z' };
+        await db.insertWebSession({ ...base, idHash: 'h1', expiresAt: '2026-01-02T00:00:00.000Z' });
+        await db.insertWebSession({ ...base, idHash: 'h2', expiresAt: '2026-01-03T00:00:00.000Z' });
+        await db.insertWebSession({
+          accountId: other.id,
+          createdAt: base.createdAt,
+          idHash: 'h3',
+          expiresAt: '2026-01-03T00:00:00.000Z',
+        });
+        const found = await db.findWebSession('h1', '2026-01-01T12:00:00.000Z');
+        expect(found?.account).toEqual(account);
+        expect(found?.session).toEqual({ ...base, idHash: 'h1', expiresAt: '2026-01-02T00:00:00.000Z' });
+        expect(await db.findWebSession('h1', '2026-01-02T00:00:00.000Z')).toBeUndefined();
+        expect(await db.findWebSession('nope', '2026-01-01T12:00:00.000Z')).toBeUndefined();
+        await db.pruneWebSessions('2026-01-02T06:00:00.000Z');
+        expect(await db.findWebSession('h1', '2026-01-01T12:00:00.000Z')).toBeUndefined();
+        expect(await db.findWebSession('h2', '2026-01-01T12:00:00.000Z')).toBeDefined();
+        await db.deleteWebSession('h2');
+        expect(await db.findWebSession('h2', '2026-01-01T12:00:00.000Z')).toBeUndefined();
+        await db.insertWebSession({ ...base, idHash: 'h4', expiresAt: '2026-01-03T00:00:00.000Z' });
+        await db.deleteAccountWebSessions(account.id);
+        expect(await db.findWebSession('h4', '2026-01-01T12:00:00.000Z')).toBeUndefined();
+        expect((await db.findWebSession('h3', '2026-01-01T12:00:00.000Z'))?.account.id).toBe(other.id);
+      }),
+    );
+
+    it(
+      'uses a reset token once, and never after it expires',
+      withDb(async (db) => {
+        const account = await createAccount(db, 'reset@example.com');
+        await db.insertResetToken('t1', account.id, '2026-01-01T00:00:00.000Z', '2026-01-01T00:30:00.000Z');
+        await db.insertResetToken('t2', account.id, '2026-01-01T00:00:00.000Z', '2026-01-01T00:30:00.000Z');
+        const uses = await Promise.all([
+          db.consumeResetToken('t1', '2026-01-01T00:10:00.000Z'),
+          db.consumeResetToken('t1', '2026-01-01T00:10:00.000Z'),
+        ]);
+        expect(uses.filter((u) => u === account.id)).toHaveLength(1);
+        expect(uses.filter((u) => u === undefined)).toHaveLength(1);
+        expect(await db.consumeResetToken('t2', '2026-01-01T00:30:00.000Z')).toBeUndefined();
+        expect(await db.consumeResetToken('unknown', '2026-01-01T00:10:00.000Z')).toBeUndefined();
+      }),
+    );
+
+    it(
+      'counts failed log-ins per subject within a window, atomically',
+      withDb(async (db) => {
+        const t = (m: number) => new Date(Date.UTC(2026, 0, 1, 0, m)).toISOString();
+        const w = (m: number) => t(m - 15);
+        await Promise.all(Array.from({ length: 5 }, () => db.recordLoginFailure('email:x', t(1), w(1))));
+        expect(await db.loginFailures('email:x', w(2))).toEqual({ failures: 5, lastFailedAt: t(1) });
+        expect(await db.loginFailures('email:x', w(20))).toBeUndefined();
+        expect(await db.loginFailures('ip:y', w(2))).toBeUndefined();
+        expect(await db.recordLoginFailure('email:x', t(3), w(3))).toEqual({
+          failures: 6,
+          lastFailedAt: t(3),
+        });
+        // A failure after a quiet window starts counting again.
+        expect(await db.recordLoginFailure('email:x', t(30), w(30))).toEqual({
+          failures: 1,
+          lastFailedAt: t(30),
+        });
+        await db.clearLoginFailures('email:x');
+        expect(await db.loginFailures('email:x', w(30))).toBeUndefined();
+      }),
+    );
+
+    it(
+      'keeps the first web secret stored under a name',
+      withDb(async (db) => {
+        const [a, b] = await Promise.all([db.webSecret('csrf', 'first'), db.webSecret('csrf', 'second')]);
+        expect(a).toBe(b);
+        expect(await db.webSecret('csrf', 'third')).toBe(a);
+        expect(await db.webSecret('other', 'x')).toBe('x');
+      }),
+    );
   });
 }

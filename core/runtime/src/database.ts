@@ -85,6 +85,21 @@ export type BatchItemOutcome =
   | { status: 'done'; inputSize: number; outputSize: number; result: string }
   | { status: 'failed'; errorCode: string; errorMessage: string; inputSize: number | null };
 
+/** A signed-in browser session. The cookie carries the id; only its SHA-256 is stored. */
+export interface WebSessionRecord {
+  /** SHA-256 (hex) of the session id. */
+  idHash: string;
+  accountId: string;
+  createdAt: string;
+  expiresAt: string;
+}
+
+/** Failed log-in attempts counted for one subject (an email or a client network). */
+export interface LoginFailures {
+  failures: number;
+  lastFailedAt: string;
+}
+
 export interface Database {
   /** Which backend this is, for logs and /readyz. */
   readonly kind: 'sqlite' | 'postgres';
@@ -161,6 +176,42 @@ export interface Database {
   visitorUsageOn(visitor: string, day: string): Promise<number>;
   /** Forget visitor counts of days before `day`: they are never read again. */
   pruneVisitorUsage(beforeDay: string): Promise<void>;
+
+  /** A password hash (self-describing string, e.g. scrypt with its parameters) for the account; replaces any earlier one. */
+  setPasswordHash(accountId: string, hash: string, now: string): Promise<void>;
+  /** The account's password hash; undefined for accounts without a password (e.g. made by the CLI). */
+  findPasswordHash(accountId: string): Promise<string | undefined>;
+  insertWebSession(session: WebSessionRecord): Promise<void>;
+  /** The session with this id hash and its account, only while `now` is before its expiry. */
+  findWebSession(
+    idHash: string,
+    now: string,
+  ): Promise<{ session: WebSessionRecord; account: Account } | undefined>;
+  deleteWebSession(idHash: string): Promise<void>;
+  /** Sign an account out everywhere (after a password change). */
+  deleteAccountWebSessions(accountId: string): Promise<void>;
+  /** Forget sessions and reset tokens that expired before `now`. */
+  pruneWebSessions(now: string): Promise<void>;
+  /** A one-time password-reset token, stored by its SHA-256 (hex). */
+  insertResetToken(hash: string, accountId: string, now: string, expiresAt: string): Promise<void>;
+  /**
+   * Use a reset token: one conditional UPDATE, so of two concurrent uses exactly one wins. The account
+   * id when the token existed, was unused and unexpired at `now`; undefined otherwise.
+   */
+  consumeResetToken(hash: string, now: string): Promise<string | undefined>;
+  /**
+   * Count one failed log-in for `subject`, atomically. A count whose last failure is before
+   * `windowStart` starts again at 1. Returns the count after this failure.
+   */
+  recordLoginFailure(subject: string, now: string, windowStart: string): Promise<LoginFailures>;
+  /** The failures counted for `subject` since `windowStart`, if any. */
+  loginFailures(subject: string, windowStart: string): Promise<LoginFailures | undefined>;
+  clearLoginFailures(subject: string): Promise<void>;
+  /**
+   * A server-wide secret by name, made once: the first caller's `candidate` is stored and every
+   * process (sharing the database) gets the same value back.
+   */
+  webSecret(name: string, candidate: string): Promise<string>;
 }
 
 /** A unique constraint was hit (email, promo code). */

@@ -31,10 +31,12 @@ export {
   type BatchRecord,
   type Database,
   DuplicateError,
+  type LoginFailures,
   type PlanId,
   type PromoCode,
   type QuotaResult,
   type RedeemOutcome,
+  type WebSessionRecord,
 } from './database.ts';
 export { type FileBlobStoreOptions, fileBlobStore } from './file-blob-store.ts';
 export { type InlineQueueOptions, inlineQueue } from './inline-queue.ts';

@@ -111,6 +111,42 @@ const MIGRATIONS: { version: number; sql: string }[] = [
     `,
   },
   {
+    // Version 3: the web pages' accounts: passwords, browser sessions, reset tokens, log-in throttling.
+    version: 3,
+    sql: `
+      CREATE TABLE account_passwords (
+        account_id text PRIMARY KEY REFERENCES accounts (id),
+        hash text NOT NULL,
+        updated_at timestamptz NOT NULL
+      );
+      CREATE TABLE web_sessions (
+        id_hash text PRIMARY KEY,
+        account_id text NOT NULL REFERENCES accounts (id),
+        created_at timestamptz NOT NULL,
+        expires_at timestamptz NOT NULL
+      );
+      CREATE INDEX web_sessions_account ON web_sessions (account_id);
+      CREATE INDEX web_sessions_expiry ON web_sessions (expires_at);
+      CREATE TABLE password_reset_tokens (
+        hash text PRIMARY KEY,
+        account_id text NOT NULL REFERENCES accounts (id),
+        created_at timestamptz NOT NULL,
+        expires_at timestamptz NOT NULL,
+        used_at timestamptz
+      );
+      CREATE INDEX password_reset_tokens_expiry ON password_reset_tokens (expires_at);
+      CREATE TABLE login_failures (
+        subject text PRIMARY KEY,
+        failures integer NOT NULL,
+        last_failed_at timestamptz NOT NULL
+      );
+      CREATE TABLE web_secrets (
+        name text PRIMARY KEY,
+        value text NOT NULL
+      );
+    `,
+  },
+  {
     // Version 4: the web compressor's visitor allowance (2 and 3 belong to other changes; gaps are fine).
     version: 4,
     sql: `
@@ -584,6 +620,94 @@ export function postgresDatabase(options: PostgresOptions): Database {
     },
     async pruneVisitorUsage(beforeDay) {
       await query('DELETE FROM visitor_usage_daily WHERE day < $1', [beforeDay]);
+    },
+
+    async setPasswordHash(accountId, hash, now) {
+      await query(
+        `INSERT INTO account_passwords (account_id, hash, updated_at) VALUES ($1, $2, $3)
+         ON CONFLICT (account_id) DO UPDATE SET hash = excluded.hash, updated_at = excluded.updated_at`,
+        [accountId, hash, now],
+      );
+    },
+    async findPasswordHash(accountId) {
+      const row = await one('SELECT hash FROM account_passwords WHERE account_id = $1', [accountId]);
+      return row ? String(row.hash) : undefined;
+    },
+    async insertWebSession(session) {
+      await query(
+        'INSERT INTO web_sessions (id_hash, account_id, created_at, expires_at) VALUES ($1, $2, $3, $4)',
+        [session.idHash, session.accountId, session.createdAt, session.expiresAt],
+      );
+    },
+    async findWebSession(idHash, now) {
+      const row = await one(
+        `SELECT s.*, a.id AS a_id, a.email AS a_email, a.plan AS a_plan, a.created_at AS a_created_at
+         FROM web_sessions s JOIN accounts a ON a.id = s.account_id
+         WHERE s.id_hash = $1 AND s.expires_at > $2`,
+        [idHash, now],
+      );
+      if (!row) return undefined;
+      return {
+        session: {
+          idHash: String(row.id_hash),
+          accountId: String(row.account_id),
+          createdAt: iso(row.created_at),
+          expiresAt: iso(row.expires_at),
+        },
+        account: toAccount(row, 'a_'),
+      };
+    },
+    async deleteWebSession(idHash) {
+      await query('DELETE FROM web_sessions WHERE id_hash = $1', [idHash]);
+    },
+    async deleteAccountWebSessions(accountId) {
+      await query('DELETE FROM web_sessions WHERE account_id = $1', [accountId]);
+    },
+    async pruneWebSessions(now) {
+      await query('DELETE FROM web_sessions WHERE expires_at <= $1', [now]);
+      await query('DELETE FROM password_reset_tokens WHERE expires_at <= $1', [now]);
+    },
+    async insertResetToken(hash, accountId, now, expiresAt) {
+      await query(
+        'INSERT INTO password_reset_tokens (hash, account_id, created_at, expires_at) VALUES ($1, $2, $3, $4)',
+        [hash, accountId, now, expiresAt],
+      );
+    },
+    async consumeResetToken(hash, now) {
+      const row = await one(
+        `UPDATE password_reset_tokens SET used_at = $1
+         WHERE hash = $2 AND used_at IS NULL AND expires_at > $1 RETURNING account_id`,
+        [now, hash],
+      );
+      return row ? String(row.account_id) : undefined;
+    },
+    async recordLoginFailure(subject, now, windowStart) {
+      const row = await one(
+        `INSERT INTO login_failures (subject, failures, last_failed_at) VALUES ($1, 1, $2)
+         ON CONFLICT (subject) DO UPDATE SET
+           failures = CASE WHEN login_failures.last_failed_at < $3 THEN 1 ELSE login_failures.failures + 1 END,
+           last_failed_at = excluded.last_failed_at
+         RETURNING failures, last_failed_at`,
+        [subject, now, windowStart],
+      );
+      return { failures: Number(row?.failures), lastFailedAt: iso(row?.last_failed_at) };
+    },
+    async loginFailures(subject, windowStart) {
+      const row = await one(
+        'SELECT failures, last_failed_at FROM login_failures WHERE subject = $1 AND last_failed_at >= $2',
+        [subject, windowStart],
+      );
+      return row && { failures: Number(row.failures), lastFailedAt: iso(row.last_failed_at) };
+    },
+    async clearLoginFailures(subject) {
+      await query('DELETE FROM login_failures WHERE subject = $1', [subject]);
+    },
+    async webSecret(name, candidate) {
+      await query('INSERT INTO web_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [
+        name,
+        candidate,
+      ]);
+      return String((await one('SELECT value FROM web_secrets WHERE name = $1', [name]))?.value);
     },
   };
   return database;

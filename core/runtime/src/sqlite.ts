@@ -102,6 +102,42 @@ const MIGRATIONS: { version: number; sql: string }[] = [
     `,
   },
   {
+    // Version 3: the web pages' accounts: passwords, browser sessions, reset tokens, log-in throttling.
+    version: 3,
+    sql: `
+      CREATE TABLE account_passwords (
+        account_id TEXT PRIMARY KEY REFERENCES accounts (id),
+        hash TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE TABLE web_sessions (
+        id_hash TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+      );
+      CREATE INDEX web_sessions_account ON web_sessions (account_id);
+      CREATE INDEX web_sessions_expiry ON web_sessions (expires_at);
+      CREATE TABLE password_reset_tokens (
+        hash TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        used_at TEXT
+      );
+      CREATE INDEX password_reset_tokens_expiry ON password_reset_tokens (expires_at);
+      CREATE TABLE login_failures (
+        subject TEXT PRIMARY KEY,
+        failures INTEGER NOT NULL,
+        last_failed_at TEXT NOT NULL
+      );
+      CREATE TABLE web_secrets (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      );
+    `,
+  },
+  {
     // Version 4: the web compressor's visitor allowance (2 and 3 belong to other changes; gaps are fine).
     version: 4,
     sql: `
@@ -494,6 +530,97 @@ export function sqliteDatabase(options: SqliteOptions = {}): Database {
     },
     async pruneVisitorUsage(beforeDay) {
       stmt('DELETE FROM visitor_usage_daily WHERE day < ?').run(beforeDay);
+    },
+
+    async setPasswordHash(accountId, hash, now) {
+      stmt(
+        `INSERT INTO account_passwords (account_id, hash, updated_at) VALUES (?, ?, ?)
+         ON CONFLICT (account_id) DO UPDATE SET hash = excluded.hash, updated_at = excluded.updated_at`,
+      ).run(accountId, hash, now);
+    },
+    async findPasswordHash(accountId) {
+      const row = stmt('SELECT hash FROM account_passwords WHERE account_id = ?').get(accountId) as
+        | Row
+        | undefined;
+      return row ? String(row.hash) : undefined;
+    },
+    async insertWebSession(session) {
+      stmt('INSERT INTO web_sessions (id_hash, account_id, created_at, expires_at) VALUES (?, ?, ?, ?)').run(
+        session.idHash,
+        session.accountId,
+        session.createdAt,
+        session.expiresAt,
+      );
+    },
+    async findWebSession(idHash, now) {
+      const row = stmt(
+        `SELECT s.*, a.email AS a_email, a.plan AS a_plan, a.created_at AS a_created_at
+         FROM web_sessions s JOIN accounts a ON a.id = s.account_id
+         WHERE s.id_hash = ? AND s.expires_at > ?`,
+      ).get(idHash, now) as Row | undefined;
+      if (!row) return undefined;
+      return {
+        session: {
+          idHash: String(row.id_hash),
+          accountId: String(row.account_id),
+          createdAt: String(row.created_at),
+          expiresAt: String(row.expires_at),
+        },
+        account: toAccount({
+          id: row.account_id ?? null,
+          email: row.a_email ?? null,
+          plan: row.a_plan ?? null,
+          created_at: row.a_created_at ?? null,
+        }),
+      };
+    },
+    async deleteWebSession(idHash) {
+      stmt('DELETE FROM web_sessions WHERE id_hash = ?').run(idHash);
+    },
+    async deleteAccountWebSessions(accountId) {
+      stmt('DELETE FROM web_sessions WHERE account_id = ?').run(accountId);
+    },
+    async pruneWebSessions(now) {
+      stmt('DELETE FROM web_sessions WHERE expires_at <= ?').run(now);
+      stmt('DELETE FROM password_reset_tokens WHERE expires_at <= ?').run(now);
+    },
+    async insertResetToken(hash, accountId, now, expiresAt) {
+      stmt(
+        'INSERT INTO password_reset_tokens (hash, account_id, created_at, expires_at) VALUES (?, ?, ?, ?)',
+      ).run(hash, accountId, now, expiresAt);
+    },
+    async consumeResetToken(hash, now) {
+      const row = stmt(
+        `UPDATE password_reset_tokens SET used_at = ?
+         WHERE hash = ? AND used_at IS NULL AND expires_at > ? RETURNING account_id`,
+      ).get(now, hash, now) as Row | undefined;
+      return row ? String(row.account_id) : undefined;
+    },
+    async recordLoginFailure(subject, now, windowStart) {
+      const row = stmt(
+        `INSERT INTO login_failures (subject, failures, last_failed_at) VALUES (?, 1, ?)
+         ON CONFLICT (subject) DO UPDATE SET
+           failures = CASE WHEN login_failures.last_failed_at < ? THEN 1 ELSE login_failures.failures + 1 END,
+           last_failed_at = excluded.last_failed_at
+         RETURNING failures, last_failed_at`,
+      ).get(subject, now, windowStart) as Row;
+      return { failures: Number(row.failures), lastFailedAt: String(row.last_failed_at) };
+    },
+    async loginFailures(subject, windowStart) {
+      const row = stmt(
+        'SELECT failures, last_failed_at FROM login_failures WHERE subject = ? AND last_failed_at >= ?',
+      ).get(subject, windowStart) as Row | undefined;
+      return row && { failures: Number(row.failures), lastFailedAt: String(row.last_failed_at) };
+    },
+    async clearLoginFailures(subject) {
+      stmt('DELETE FROM login_failures WHERE subject = ?').run(subject);
+    },
+    async webSecret(name, candidate) {
+      stmt('INSERT INTO web_secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING').run(
+        name,
+        candidate,
+      );
+      return String((stmt('SELECT value FROM web_secrets WHERE name = ?').get(name) as Row).value);
     },
   };
   return database;
