@@ -5,6 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { form, smallJpeg, startTestServer, type TestServer } from '../test-helpers.ts';
 import { visitorKey, visitorNetwork } from './compressor.ts';
 
+/** What the page sends: the CSRF header (its value is only checked against a session's token). */
+const SAME_ORIGIN = { 'x-csrf-token': 'same-origin', 'sec-fetch-site': 'same-origin' };
+
 type ErrorBody = { error: { code: string; message: string; details?: unknown } };
 
 /** POST a form from a chosen loopback address (127.0.0.0/8 all reach the server on Linux). */
@@ -68,7 +71,7 @@ describe('POST /web/compress for visitors', () => {
   it('compresses through the engine, counts per network, and refuses past the allowance with the reset time', async () => {
     const jpeg = await smallJpeg();
     const send = (from: string) =>
-      postFrom(`${server.url}/web/compress`, form(jpeg, { output_format: 'webp' }), {}, from);
+      postFrom(`${server.url}/web/compress`, form(jpeg, { output_format: 'webp' }), SAME_ORIGIN, from);
 
     const first = await send('127.0.0.2');
     expect(first.status).toBe(200);
@@ -101,7 +104,7 @@ describe('POST /web/compress for visitors', () => {
     const bad = await postFrom(
       `${server.url}/web/compress`,
       form(await smallJpeg(), { quality: 'best' }),
-      {},
+      SAME_ORIGIN,
       '127.0.0.4',
     );
     expect(bad.status).toBe(400);
@@ -132,12 +135,48 @@ describe('POST /web/compress for visitors', () => {
   });
 });
 
+describe('POST /web/compress refuses cross-site requests', () => {
+  it('without the CSRF header, from another site or another origin: 403 FORBIDDEN naming the header, nothing counted', async () => {
+    const server = await startTestServer({ dbPath: ':memory:' });
+    try {
+      const jpeg = await smallJpeg();
+      const attempts: Record<string, string>[] = [
+        {},
+        { 'sec-fetch-site': 'same-origin' },
+        { 'x-csrf-token': 'same-origin', 'sec-fetch-site': 'cross-site' },
+        { 'x-csrf-token': 'same-origin', origin: 'https://evil.example' },
+        { 'x-csrf-token': 'same-origin', origin: 'null' },
+      ];
+      for (const headers of attempts) {
+        const res = await fetch(`${server.url}/web/compress`, { method: 'POST', headers, body: form(jpeg) });
+        expect(res.status, JSON.stringify(headers)).toBe(403);
+        const { error } = (await res.json()) as ErrorBody;
+        expect(error.code).toBe('FORBIDDEN');
+        expect(error.message).toMatch(/^X-CSRF-Token: /);
+      }
+      expect(await server.db.visitorUsageOn(visitorKey('127.0.0.1'), quotaDay())).toBe(0);
+      // The page's own request: same origin, header present.
+      const ok = await fetch(`${server.url}/web/compress`, {
+        method: 'POST',
+        headers: { ...SAME_ORIGIN, origin: server.url },
+        body: form(jpeg),
+      });
+      expect(ok.status).toBe(200);
+      const page = await (await fetch(`${server.url}/`)).text();
+      expect(page).toContain('<meta name="csrf-token" content="same-origin">');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('POST /web/compress with the allowance turned off', () => {
   it('answers 403 PLAN_REQUIRED and says what would work', async () => {
     const server = await startTestServer({ dbPath: ':memory:', overrides: { visitorDailyLimit: 0 } });
     try {
       const res = await fetch(`${server.url}/web/compress`, {
         method: 'POST',
+        headers: SAME_ORIGIN,
         body: form(await smallJpeg()),
       });
       expect(res.status).toBe(403);

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
@@ -59,9 +59,55 @@ export function visitorKey(address: string): string {
     .slice(0, 32);
 }
 
-/** The signed-in account, set by the session middleware (web/session.ts) when there is one. */
+/** The session middleware's view (web/session.ts) when there is one: the account and its CSRF token. */
+function sessionOf(res: Response): { account?: Account; csrfToken?: string } | undefined {
+  return res.locals.session as { account?: Account; csrfToken?: string } | undefined;
+}
+
 function accountOf(res: Response): Account | undefined {
-  return (res.locals.session as { account?: Account } | undefined)?.account;
+  return sessionOf(res)?.account;
+}
+
+/** The header the page sends with every upload. */
+export const CSRF_HEADER = 'X-CSRF-Token';
+
+/**
+ * Cross-site request forgery: another site must not make a visitor's browser spend their allowance
+ * (or a signed-in Pro account's quota). Three checks, each enough on its own in today's browsers:
+ * the custom header (a cross-site form cannot send one, and a cross-site fetch with one needs a CORS
+ * preflight this server never approves), Fetch Metadata (`Sec-Fetch-Site`) and `Origin` when the
+ * browser sends them. With a session, the header must also equal the session's token.
+ */
+function checkCsrf(req: Request, res: Response): void {
+  const refuse = (why: string) =>
+    new CompressoError(
+      'FORBIDDEN',
+      `${CSRF_HEADER}: ${why} Use the compressor page, or /api/v1/compress with an API key.`,
+      {
+        details: [{ field: CSRF_HEADER, problem: why }],
+      },
+    );
+  const token = req.get(CSRF_HEADER);
+  if (!token) throw refuse('missing; the page sends it with every upload.');
+  const site = req.get('Sec-Fetch-Site');
+  if (site && site !== 'same-origin')
+    throw refuse(`the request came from another site (Sec-Fetch-Site: ${site}).`);
+  const origin = req.get('Origin');
+  if (origin) {
+    let host: string | undefined;
+    try {
+      host = new URL(origin).host;
+    } catch {
+      host = undefined;
+    }
+    if (host !== req.get('Host')) throw refuse('the request came from another origin.');
+  }
+  const expected = sessionOf(res)?.csrfToken;
+  if (expected) {
+    const a = Buffer.from(token);
+    const b = Buffer.from(expected);
+    if (a.length !== b.length || !timingSafeEqual(a, b)) throw refuse("does not match this session's token.");
+  }
 }
 
 const ACCEPT = [
@@ -172,8 +218,8 @@ ${allowanceHtml(view, config.proDailyLimit)}
 }
 
 // INTERIM until web/layout.ts lands.
-function page(content: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="csrf-token" content="x"><title>Compresso</title><link rel="stylesheet" href="/static/compressor.css"><script type="module" src="/static/compressor.js"></script></head><body><main>${content}</main></body></html>`;
+function page(content: string, csrfToken: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="csrf-token" content="${csrfToken}"><title>Compresso</title><link rel="stylesheet" href="/static/compressor.css"><script type="module" src="/static/compressor.js"></script></head><body><main>${content}</main></body></html>`;
 }
 
 export function compressorRouter(deps: CompressorDeps): express.Router {
@@ -233,10 +279,13 @@ export function compressorRouter(deps: CompressorDeps): express.Router {
     };
     res.setHeader('Content-Security-Policy', COMPRESSOR_CSP);
     res.setHeader('Referrer-Policy', 'same-origin');
-    res.type('html').send(page(compressorContent(view, config)));
+    // Without a session the header's presence is what counts (see checkCsrf); its value is not secret.
+    const token = (sessionOf(res)?.csrfToken ?? 'same-origin').replace(/[^A-Za-z0-9_.~-]/g, '');
+    res.type('html').send(page(compressorContent(view, config), token));
   });
 
   router.post('/web/compress', async (req, res) => {
+    checkCsrf(req, res);
     const now = new Date();
     const allowance = await allowanceFor(req, res, now);
     const reset = secondsUntilReset(now);
