@@ -156,8 +156,11 @@ export function readBatchUpload(
       );
       stream.on('end', () => {
         open--;
-        if (!settled)
-          files.push({ name: info.filename || `image-${files.length}`, bytes: Buffer.concat(chunks) });
+        if (!settled) {
+          // The name is only shown back (and sanitised for downloads); a long one is cut, not refused.
+          const name = (info.filename ?? '').replace(/^.*[\\/]/, '').slice(0, 200);
+          files.push({ name: name || `image-${files.length}`, bytes: Buffer.concat(chunks) });
+        }
         if (parserClosed && open === 0) finish(undefined);
       });
     });
