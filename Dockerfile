@@ -5,7 +5,10 @@ WORKDIR /app
 # glibc's per-thread arenas make libvips' memory grow; two arenas keep the same speed with less RSS.
 ENV NODE_ENV=production MALLOC_ARENA_MAX=2
 COPY . .
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force && mkdir -p /data && chown node /data
+# --ignore-scripts: the root `prepare` builds the Node client and MCP bundles with dev tools that
+# --omit=dev leaves out, and the server does not need them; sharp uses its prebuilt package.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force \
+  && mkdir -p /data && chown node /data
 USER node
 EXPOSE 3000
 ENTRYPOINT ["node", "core/cli/src/bin.ts"]

@@ -76,5 +76,13 @@ describe('docker-compose.yml', () => {
     expect(argv[0]).toBe('node');
     expect(existsSync(join(repo, argv[1]!))).toBe(true);
     expect(dockerfile).toMatch(/^FROM node:24/m);
+    // A production install has no dev tools: lifecycle scripts that need them (the root `prepare`
+    // builds with tsc) must not run there.
+    const scripts = (
+      JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { scripts?: Record<string, string> }
+    ).scripts;
+    const install = /^RUN (npm ci[^&\n]*)/m.exec(dockerfile)?.[1] ?? '';
+    expect(install).toContain('--omit=dev');
+    if (scripts?.prepare || scripts?.postinstall) expect(install).toContain('--ignore-scripts');
   });
 });
