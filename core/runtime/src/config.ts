@@ -104,6 +104,24 @@ export interface Config {
    * (cloud metadata, databases). Only for tests and closed networks.
    */
   fetchAllowPrivate: boolean;
+  /**
+   * SMTP server for password-reset mail (SMTP_URL), `smtp://user:pass@host:587` or `smtps://…:465`;
+   * unset means reset links are printed to the server log instead. Never logged.
+   */
+  smtpUrl: string | undefined;
+  /** Sender of the server's mail (COMPRESSO_MAIL_FROM). */
+  mailFrom: string;
+  /**
+   * The address people reach this server at (COMPRESSO_PUBLIC_URL), e.g. `https://img.example.com`;
+   * reset links are built on it, never on a request's Host header (which a caller chooses). Required
+   * with SMTP_URL; without it, a printed link uses the address the request came to.
+   */
+  publicUrl: string | undefined;
+  /**
+   * Send the session cookie only over HTTPS (COMPRESSO_COOKIE_SECURE). Default: on when
+   * COMPRESSO_PUBLIC_URL is https or the request arrived over HTTPS.
+   */
+  cookieSecure: boolean | undefined;
 }
 
 const intFrom = (min: number, max: number) =>
@@ -165,6 +183,16 @@ const ConfigSchema = z.object({
     .union([z.boolean(), z.enum(['true', 'false', '1', '0'], { error: 'expected true or false' })])
     .transform((v) => v === true || v === 'true' || v === '1')
     .default(false),
+  smtpUrl: z
+    .string()
+    .regex(/^smtps?:\/\/[^\s]+$/, 'expected an smtp:// or smtps:// URL')
+    .optional(),
+  mailFrom: z.string().min(3).max(320).default('Compresso <no-reply@localhost>'),
+  publicUrl: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional(),
+  cookieSecure: z
+    .union([z.boolean(), z.enum(['true', 'false', '1', '0'], { error: 'expected true or false' })])
+    .transform((v) => v === true || v === 'true' || v === '1')
+    .optional(),
 });
 
 /** Environment variable behind each config field, for error messages and docs. */
@@ -200,6 +228,10 @@ export const CONFIG_ENV: Record<keyof Config, string> = {
   maxBatchItems: 'COMPRESSO_MAX_BATCH_ITEMS',
   fetchTimeoutMs: 'COMPRESSO_FETCH_TIMEOUT_MS',
   fetchAllowPrivate: 'COMPRESSO_FETCH_ALLOW_PRIVATE',
+  smtpUrl: 'SMTP_URL',
+  mailFrom: 'COMPRESSO_MAIL_FROM',
+  publicUrl: 'COMPRESSO_PUBLIC_URL',
+  cookieSecure: 'COMPRESSO_COOKIE_SECURE',
 };
 
 export class ConfigError extends Error {
@@ -237,7 +269,7 @@ export function loadConfig(
       const key = String(issue.path[0]) as keyof Config;
       const source = overrides[key] !== undefined ? key : `${CONFIG_ENV[key] ?? key}`;
       const value =
-        key === 's3SecretAccessKey' || key === 'metricsToken'
+        key === 's3SecretAccessKey' || key === 'metricsToken' || key === 'smtpUrl'
           ? '[redacted]'
           : (raw as Record<string, unknown>)[key];
       return `${source}: ${issue.message} (received ${JSON.stringify(withoutPassword(value))})`;
@@ -250,6 +282,12 @@ export function loadConfig(
     const source = (key: keyof Config) => (overrides[key] !== undefined ? key : CONFIG_ENV[key]);
     throw new ConfigError([
       `${source('uploadMemoryBytes')}: must be at least ${source('maxUploadBytes')} (${data.maxUploadBytes}), or an upload of the largest allowed size could never be held (received ${data.uploadMemoryBytes})`,
+    ]);
+  }
+  if (data.smtpUrl !== undefined && data.publicUrl === undefined) {
+    const source = (key: keyof Config) => (overrides[key] !== undefined ? key : CONFIG_ENV[key]);
+    throw new ConfigError([
+      `${source('publicUrl')}: required with ${source('smtpUrl')}, so mailed reset links point at this server and not at whatever Host a request claims`,
     ]);
   }
   return {
@@ -267,5 +305,8 @@ export function loadConfig(
     s3ForcePathStyle: data.s3ForcePathStyle ?? data.s3Endpoint !== undefined,
     metricsToken: data.metricsToken,
     workers: data.workers,
+    smtpUrl: data.smtpUrl,
+    publicUrl: data.publicUrl?.replace(/\/+$/, ''),
+    cookieSecure: data.cookieSecure,
   };
 }

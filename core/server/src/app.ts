@@ -25,6 +25,7 @@ import { registerBatchRoutes } from './jobs/routes.ts';
 import { createMetrics, type Metrics, metricsEndpoint } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
 import { createUploadBudget } from './upload-budget.ts';
+import { accountRouter } from './web/account.ts';
 import { compressorRouter } from './web/compressor.ts';
 
 export interface AppDeps {
@@ -220,6 +221,8 @@ export function createApp(deps: AppDeps): express.Express {
     });
   });
 
+  // First of the web routers: its session middleware sets res.locals.session for the ones after it.
+  app.use(accountRouter({ db, logger, config }));
   app.use(compressorRouter({ engine, db, logger, config, uploadLimits }));
 
   for (const [path, methods] of Object.entries(ROUTES)) {
