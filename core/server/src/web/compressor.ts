@@ -157,11 +157,11 @@ function allowanceHtml(view: AllowanceView, proDailyLimit: number): string {
     return `<p id="allowance" class="allowance${left === 0 ? ' is-exhausted' : ''}">Pro plan: ${left} of ${view.limit} requests left today, shared with your API keys (${reset}).</p>`;
   }
   if (view.limit === 0) {
-    return `<p id="allowance" class="allowance is-exhausted">This server has no free allowance: ${view.signedIn ? 'activate Pro on your account' : '<a href="/signup">sign up</a> and activate Pro'} to compress images here.</p>`;
+    return `<p id="allowance" class="allowance is-exhausted">This server has no free allowance: ${view.signedIn ? 'activate Pro on your account' : 'sign up and activate Pro'} to compress images here.</p>`;
   }
   const upgrade = view.signedIn
-    ? `<a href="/account">Activate Pro</a> for ${proDailyLimit} a day.`
-    : `<a href="/signup">Sign up</a> and activate Pro for ${proDailyLimit} a day.`;
+    ? `Activate Pro for ${proDailyLimit} a day.`
+    : `Sign up and activate Pro for ${proDailyLimit} a day.`;
   return `<p id="allowance" class="allowance${left === 0 ? ' is-exhausted' : ''}">Free allowance: ${left} of ${view.limit} images left today (${reset}). ${upgrade}</p>`;
 }
 
@@ -217,9 +217,22 @@ ${allowanceHtml(view, config.proDailyLimit)}
 </section>`;
 }
 
-// INTERIM until web/layout.ts lands.
+/**
+ * The page around the content. The site's shared layout (sign-up, log-in and account pages) does not
+ * exist yet; when it does, this is the one place to swap for it.
+ */
 function page(content: string, csrfToken: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="csrf-token" content="${csrfToken}"><title>Compresso</title><link rel="stylesheet" href="/static/compressor.css"><script type="module" src="/static/compressor.js"></script></head><body><main>${content}</main></body></html>`;
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="csrf-token" content="${csrfToken}">
+<title>Compress images — Compresso</title>
+<link rel="stylesheet" href="/static/compressor.css">
+<script type="module" src="/static/compressor.js"></script>
+</head><body>
+<a class="skip-link" href="#main">Skip to the compressor</a>
+<header class="site"><a class="brand" href="/">Compresso</a><nav aria-label="Site"><a href="/" aria-current="page">Compressor</a> · <a href="/api/v1/docs">API reference</a></nav></header>
+<main id="main">${content}</main>
+</body></html>`;
 }
 
 export function compressorRouter(deps: CompressorDeps): express.Router {
@@ -341,6 +354,12 @@ export function compressorRouter(deps: CompressorDeps): express.Router {
       res.sendFile(join(staticDir, file));
     });
   }
+
+  // Browsers ask for it on every page; "no icon" is a cheaper answer than a 404 in every console.
+  router.get('/favicon.ico', (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=86400');
+    res.status(204).end();
+  });
 
   router.get('/static/vendor/fflate.js', (_req, res) => {
     res.setHeader('Cache-Control', 'public, max-age=86400');
