@@ -1,9 +1,14 @@
 import { request } from 'node:http';
-import { quotaDay } from '@compresso/runtime';
+import type { AddressInfo } from 'node:net';
+import { createEngine } from '@compresso/engine';
+import { createAccount, createLogger, loadConfig, quotaDay, sqliteDatabase } from '@compresso/runtime';
+import express from 'express';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { form, smallJpeg, startTestServer, type TestServer } from '../test-helpers.ts';
-import { visitorKey, visitorNetwork } from './compressor.ts';
+import { errorHandler } from '../errors.ts';
+import { form, proAccount, smallJpeg, startTestServer, type TestServer } from '../test-helpers.ts';
+import { createUploadBudget } from '../upload-budget.ts';
+import { compressorRouter, visitorKey, visitorNetwork } from './compressor.ts';
 
 /** What the page sends: the CSRF header (its value is only checked against a session's token). */
 const SAME_ORIGIN = { 'x-csrf-token': 'same-origin', 'sec-fetch-site': 'same-origin' };
@@ -185,6 +190,107 @@ describe('POST /web/compress with the allowance turned off', () => {
       expect(error.message).toMatch(/Pro plan/);
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe('POST /web/compress with a signed-in session', () => {
+  /**
+   * The session layer is not part of this router: it only reads `res.locals.session`
+   * ({ account, csrfToken }). This stands in for that middleware, in front of the real router, engine
+   * and database, so the router's use of it is tested on its own.
+   */
+  async function signedIn(email: string, pro: boolean) {
+    const db = sqliteDatabase({ path: ':memory:' });
+    await db.migrate();
+    const accountId = pro ? (await proAccount(db, email)).accountId : (await createAccount(db, email)).id;
+    const config = loadConfig({}, { logLevel: 'silent', proDailyLimit: 2, visitorDailyLimit: 5 });
+    const logger = createLogger(config);
+    const engine = createEngine({ concurrency: 1 });
+    const app = express();
+    app.use(async (_req, res, next) => {
+      res.locals.session = { account: await db.findAccountById(accountId), csrfToken: 'session-token-123' };
+      next();
+    });
+    app.use(
+      compressorRouter({
+        engine,
+        db,
+        logger,
+        config,
+        uploadLimits: {
+          maxBytes: config.maxUploadBytes,
+          idleTimeoutMs: config.idleTimeoutMs,
+          budget: createUploadBudget(config.uploadMemoryBytes),
+        },
+      }),
+    );
+    app.use(errorHandler(logger));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const post = (token: string) =>
+      smallJpeg().then((jpeg) =>
+        fetch(`${url}/web/compress`, {
+          method: 'POST',
+          headers: { 'x-csrf-token': token, 'sec-fetch-site': 'same-origin' },
+          body: form(jpeg, { output_format: 'webp' }),
+        }),
+      );
+    return {
+      db,
+      url,
+      accountId,
+      post,
+      async close() {
+        await new Promise((resolve) => server.close(resolve));
+        await engine.close();
+        await db.close();
+      },
+    };
+  }
+
+  it("a Pro account draws on its API quota (the meter the API reports); the token must be the session's", async () => {
+    const app = await signedIn('pro@example.com', true);
+    try {
+      const wrong = await app.post('same-origin');
+      expect(wrong.status).toBe(403);
+      expect(((await wrong.json()) as ErrorBody).error.message).toMatch(
+        /does not match this session's token/,
+      );
+      expect(await app.db.usageOn(app.accountId, quotaDay())).toBe(0);
+
+      const first = await app.post('session-token-123');
+      expect(first.status).toBe(200);
+      expect(first.headers.get('x-allowance')).toBe('account');
+      expect(first.headers.get('ratelimit-limit')).toBe('2');
+      expect(await app.db.usageOn(app.accountId, quotaDay())).toBe(1);
+      expect((await app.post('session-token-123')).status).toBe(200);
+      const over = await app.post('session-token-123');
+      expect(over.status).toBe(429);
+      expect(((await over.json()) as ErrorBody).error.message).toMatch(
+        /daily quota of 2 requests \(shared with your API keys\) is used up; it resets at 00:00 UTC/,
+      );
+      expect(await app.db.visitorUsageOn(visitorKey('127.0.0.1'), quotaDay())).toBe(0);
+      const page = await (await fetch(`${app.url}/`)).text();
+      expect(page).toContain('Pro plan: 0 of 2 requests left today');
+      expect(page).toContain('<meta name="csrf-token" content="session-token-123">');
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a signed-in free account counts like a visitor, not against an account quota', async () => {
+    const app = await signedIn('free@example.com', false);
+    try {
+      const res = await app.post('session-token-123');
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-allowance')).toBe('visitor');
+      expect(res.headers.get('ratelimit-limit')).toBe('5');
+      expect(await app.db.usageOn(app.accountId, quotaDay())).toBe(0);
+      expect(await app.db.visitorUsageOn(visitorKey('127.0.0.1'), quotaDay())).toBe(1);
+    } finally {
+      await app.close();
     }
   });
 });
