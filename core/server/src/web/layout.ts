@@ -85,7 +85,7 @@ ${options.body}
 /** Send a page with the site's CSP; `no-store` because pages can hold account data or a one-time secret. */
 export function sendPage(res: Response, html: string, status = 200): void {
   res.setHeader('Content-Security-Policy', PAGE_CSP);
-  res.setHeader('Referrer-Policy', 'same-origin');
+  if (!res.getHeader('Referrer-Policy')) res.setHeader('Referrer-Policy', 'same-origin');
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('X-Frame-Options', 'DENY');
   res.status(status).type('html').send(html);
