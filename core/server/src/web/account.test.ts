@@ -11,7 +11,10 @@ const sha256 = (value: string) => createHash('sha256').update(value).digest('hex
 class Browser {
   readonly cookies = new Map<string, string>();
   readonly setCookieLines: string[] = [];
-  constructor(readonly base: string) {}
+  readonly base: string;
+  constructor(base: string) {
+    this.base = base;
+  }
 
   async request(path: string, init: RequestInit = {}): Promise<Response> {
     const headers = new Headers(init.headers);
