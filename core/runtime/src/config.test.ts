@@ -121,4 +121,31 @@ describe('loadConfig: queue and blob store', () => {
       expect(message).toContain(name);
     expect(message).not.toContain('pa55word');
   });
+
+  it('reads the mail settings, wants a public URL with SMTP, and never prints the SMTP password', () => {
+    const config = loadConfig({
+      SMTP_URL: 'smtp://user:hunter2@mail.example.com:587',
+      COMPRESSO_PUBLIC_URL: 'https://img.example.com/',
+      COMPRESSO_COOKIE_SECURE: 'true',
+    });
+    expect(config).toMatchObject({
+      smtpUrl: 'smtp://user:hunter2@mail.example.com:587',
+      publicUrl: 'https://img.example.com',
+      cookieSecure: true,
+      mailFrom: 'Compresso <no-reply@localhost>',
+    });
+    expect(loadConfig({}).cookieSecure).toBeUndefined();
+    expect(() => loadConfig({ SMTP_URL: 'smtp://mail.example.com' })).toThrow(
+      /COMPRESSO_PUBLIC_URL: required with SMTP_URL/,
+    );
+    let message = '';
+    try {
+      loadConfig({ SMTP_URL: 'smtpp://user:hunter2@mail.example.com', COMPRESSO_PUBLIC_URL: 'ftp://x' });
+    } catch (error) {
+      message = (error as ConfigError).message;
+    }
+    expect(message).toContain('SMTP_URL: expected an smtp:// or smtps:// URL');
+    expect(message).toContain('COMPRESSO_PUBLIC_URL: expected an http:// or https:// URL');
+    expect(message).not.toContain('hunter2');
+  });
 });
