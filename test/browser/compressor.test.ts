@@ -162,7 +162,7 @@ describe('the compressor page in Chromium', () => {
     const { context, problems } = await watchedContext(browser, VIEWPORTS.phone);
     const page = await context.newPage();
     await page.goto(`${server.url}/`);
-    await page.getByRole('navigation', { name: 'Site' }).getByRole('link', { name: 'API reference' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'API reference' }).click();
     await page.waitForURL(`${server.url}/api/v1/docs`);
     expect(await page.title()).toBe('Compresso API reference');
     const index = page.getByRole('navigation', { name: 'Endpoints' });
@@ -175,7 +175,7 @@ describe('the compressor page in Chromium', () => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
     await page.goto(`${server.url}/api/v1/docs`);
     await screenshotBoth(page, 'api-reference');
-    await page.getByRole('navigation', { name: 'Site' }).getByRole('link', { name: 'Compressor' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Compressor' }).click();
     await page.waitForSelector('html.compressor-ready');
     expect(unexpected(problems)).toEqual([]);
     await context.close();

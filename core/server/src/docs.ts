@@ -173,11 +173,11 @@ h3 code{background:none;font-size:1em}
 @media (max-width:480px){.table table,.table tbody,.table tr,.table td{display:block}.table thead{display:none}.table tr{border:1px solid #d1d5db;margin:.5rem 0;padding:.25rem 0}.table td{border:none;padding:.15em .55em}}
 </style>
 </head><body>
-<header class="site"><a class="brand" href="/">Compresso</a><nav aria-label="Site"><a href="/">Compressor</a> · <a href="/api/v1/docs" aria-current="page">API reference</a></nav></header>
+<header class="site"><a class="brand" href="/">Compresso</a><nav aria-label="Main"><a href="/">Compressor</a> · <a href="/api/v1/docs" aria-current="page">API reference</a> · <a href="/account">Account</a> · <a href="/signup">Sign up</a></nav></header>
 <main>
 <h1>${esc(info.title)} <small>${esc(info.version)}</small></h1>
 <p>${esc(info.description)}</p>
-<p>The examples read the server's address from <code>COMPRESSO_BASE_URL</code> and your key from <code>COMPRESSO_API_KEY</code>. Keys belong to accounts on the Pro plan (<code>POST /api/v1/key</code> makes more once you have one). Machine-readable: <a href="/api/v1/openapi.json">openapi.json</a> (OpenAPI ${esc(document.openapi)}).</p>
+<p>The examples read the server's address from <code>COMPRESSO_BASE_URL</code> and your key from <code>COMPRESSO_API_KEY</code>. Generate a key in your <a href="/account">account</a> once the Pro plan is active. Machine-readable: <a href="/api/v1/openapi.json">openapi.json</a> (OpenAPI ${esc(document.openapi)}).</p>
 <nav aria-labelledby="endpoints-title"><h2 id="endpoints-title">Endpoints</h2><ul class="toc">${toc}</ul></nav>
 ${operations.join('\n')}
 <h2>Schemas</h2>

@@ -1,19 +1,38 @@
 import { request } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createEngine } from '@compresso/engine';
-import { createAccount, createLogger, loadConfig, quotaDay, sqliteDatabase } from '@compresso/runtime';
-import express from 'express';
+import { applyPromo, createPromoCode, quotaDay } from '@compresso/runtime';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorHandler } from '../errors.ts';
-import { form, proAccount, smallJpeg, startTestServer, type TestServer } from '../test-helpers.ts';
-import { createUploadBudget } from '../upload-budget.ts';
-import { compressorRouter, visitorKey, visitorNetwork } from './compressor.ts';
-
-/** What the page sends: the CSRF header (its value is only checked against a session's token). */
-const SAME_ORIGIN = { 'x-csrf-token': 'same-origin', 'sec-fetch-site': 'same-origin' };
+import { form, smallJpeg, startTestServer, type TestServer } from '../test-helpers.ts';
+import { visitorKey, visitorNetwork } from './compressor.ts';
 
 type ErrorBody = { error: { code: string; message: string; details?: unknown } };
+
+/** The cookie part ("name=value") of each Set-Cookie of an answer. */
+function cookiesOf(res: Response): string {
+  return res.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
+}
+
+/**
+ * What the page gives a browser: its CSRF token (the meta tag) and the cookie it is bound to, as the
+ * headers of an upload from that page.
+ */
+async function pageCredentials(url: string, cookie = ''): Promise<Record<string, string>> {
+  const res = await fetch(`${url}/`, { headers: cookie ? { cookie } : {} });
+  const html = await res.text();
+  const token = /<meta name="csrf-token" content="([^"]+)">/.exec(html)?.[1];
+  if (!token) throw new Error('the compressor page carries no CSRF token');
+  const cookies = [cookie, cookiesOf(res)].filter(Boolean).join('; ');
+  // The page's script asks for images or JSON, so even a refusal comes back in the API's error shape.
+  return {
+    'x-csrf-token': token,
+    cookie: cookies,
+    'sec-fetch-site': 'same-origin',
+    accept: 'image/*, application/json',
+  };
+}
 
 /** POST a form from a chosen loopback address (127.0.0.0/8 all reach the server on Linux). */
 async function postFrom(
@@ -75,8 +94,9 @@ describe('POST /web/compress for visitors', () => {
 
   it('compresses through the engine, counts per network, and refuses past the allowance with the reset time', async () => {
     const jpeg = await smallJpeg();
+    const credentials = await pageCredentials(server.url);
     const send = (from: string) =>
-      postFrom(`${server.url}/web/compress`, form(jpeg, { output_format: 'webp' }), SAME_ORIGIN, from);
+      postFrom(`${server.url}/web/compress`, form(jpeg, { output_format: 'webp' }), credentials, from);
 
     const first = await send('127.0.0.2');
     expect(first.status).toBe(200);
@@ -109,7 +129,7 @@ describe('POST /web/compress for visitors', () => {
     const bad = await postFrom(
       `${server.url}/web/compress`,
       form(await smallJpeg(), { quality: 'best' }),
-      SAME_ORIGIN,
+      await pageCredentials(server.url),
       '127.0.0.4',
     );
     expect(bad.status).toBe(400);
@@ -141,34 +161,35 @@ describe('POST /web/compress for visitors', () => {
 });
 
 describe('POST /web/compress refuses cross-site requests', () => {
-  it('without the CSRF header, from another site or another origin: 403 FORBIDDEN naming the header, nothing counted', async () => {
+  it('without the CSRF token, with a token for another cookie, from another site or origin: 403 FORBIDDEN, nothing counted', async () => {
     const server = await startTestServer({ dbPath: ':memory:' });
     try {
       const jpeg = await smallJpeg();
+      const mine = await pageCredentials(server.url);
+      const theirs = await pageCredentials(server.url);
       const attempts: Record<string, string>[] = [
-        {},
-        { 'sec-fetch-site': 'same-origin' },
-        { 'x-csrf-token': 'same-origin', 'sec-fetch-site': 'cross-site' },
-        { 'x-csrf-token': 'same-origin', origin: 'https://evil.example' },
-        { 'x-csrf-token': 'same-origin', origin: 'null' },
+        { accept: 'application/json' },
+        { cookie: mine.cookie!, accept: 'application/json' },
+        { ...mine, 'x-csrf-token': theirs['x-csrf-token']! },
+        { ...mine, 'sec-fetch-site': 'cross-site' },
+        { ...mine, origin: 'https://evil.example' },
+        { ...mine, origin: 'null' },
       ];
       for (const headers of attempts) {
         const res = await fetch(`${server.url}/web/compress`, { method: 'POST', headers, body: form(jpeg) });
         expect(res.status, JSON.stringify(headers)).toBe(403);
         const { error } = (await res.json()) as ErrorBody;
         expect(error.code).toBe('FORBIDDEN');
-        expect(error.message).toMatch(/^X-CSRF-Token: /);
+        expect(error.message).toMatch(/CSRF|another (site|origin)/);
       }
       expect(await server.db.visitorUsageOn(visitorKey('127.0.0.1'), quotaDay())).toBe(0);
-      // The page's own request: same origin, header present.
+      // The page's own request: same origin, its token and cookie.
       const ok = await fetch(`${server.url}/web/compress`, {
         method: 'POST',
-        headers: { ...SAME_ORIGIN, origin: server.url },
+        headers: { ...mine, origin: server.url },
         body: form(jpeg),
       });
       expect(ok.status).toBe(200);
-      const page = await (await fetch(`${server.url}/`)).text();
-      expect(page).toContain('<meta name="csrf-token" content="same-origin">');
     } finally {
       await server.close();
     }
@@ -181,7 +202,7 @@ describe('POST /web/compress with the allowance turned off', () => {
     try {
       const res = await fetch(`${server.url}/web/compress`, {
         method: 'POST',
-        headers: SAME_ORIGIN,
+        headers: await pageCredentials(server.url),
         body: form(await smallJpeg()),
       });
       expect(res.status).toBe(403);
@@ -194,103 +215,87 @@ describe('POST /web/compress with the allowance turned off', () => {
   });
 });
 
-describe('POST /web/compress with a signed-in session', () => {
-  /**
-   * The session layer is not part of this router: it only reads `res.locals.session`
-   * ({ account, csrfToken }). This stands in for that middleware, in front of the real router, engine
-   * and database, so the router's use of it is tested on its own.
-   */
-  async function signedIn(email: string, pro: boolean) {
-    const db = sqliteDatabase({ path: ':memory:' });
-    await db.migrate();
-    const accountId = pro ? (await proAccount(db, email)).accountId : (await createAccount(db, email)).id;
-    const config = loadConfig({}, { logLevel: 'silent', proDailyLimit: 2, visitorDailyLimit: 5 });
-    const logger = createLogger(config);
-    const engine = createEngine({ concurrency: 1 });
-    const app = express();
-    app.use(async (_req, res, next) => {
-      res.locals.session = { account: await db.findAccountById(accountId), csrfToken: 'session-token-123' };
-      next();
+describe('POST /web/compress signed in', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({
+      dbPath: ':memory:',
+      overrides: { proDailyLimit: 2, visitorDailyLimit: 5 },
     });
-    app.use(
-      compressorRouter({
-        engine,
-        db,
-        logger,
-        config,
-        uploadLimits: {
-          maxBytes: config.maxUploadBytes,
-          idleTimeoutMs: config.idleTimeoutMs,
-          budget: createUploadBudget(config.uploadMemoryBytes),
-        },
-      }),
-    );
-    app.use(errorHandler(logger));
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const post = (token: string) =>
-      smallJpeg().then((jpeg) =>
-        fetch(`${url}/web/compress`, {
-          method: 'POST',
-          headers: { 'x-csrf-token': token, 'sec-fetch-site': 'same-origin' },
-          body: form(jpeg, { output_format: 'webp' }),
-        }),
-      );
-    return {
-      db,
-      url,
-      accountId,
-      post,
-      async close() {
-        await new Promise((resolve) => server.close(resolve));
-        await engine.close();
-        await db.close();
-      },
-    };
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  /** Sign up through the real form; the session cookie that comes back. */
+  async function signUp(email: string): Promise<string> {
+    const page = await fetch(`${server.url}/signup`);
+    const token = /name="_csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? '';
+    const res = await fetch(`${server.url}/signup`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: cookiesOf(page), 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ _csrf: token, email, password: 'correct horse battery staple' }),
+    });
+    expect(res.status).toBe(303);
+    const session = res.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0]!)
+      .find((c) => c.startsWith('cmp_session='));
+    if (!session) throw new Error('sign-up set no session cookie');
+    return session;
   }
 
-  it("a Pro account draws on its API quota (the meter the API reports); the token must be the session's", async () => {
-    const app = await signedIn('pro@example.com', true);
-    try {
-      const wrong = await app.post('same-origin');
-      expect(wrong.status).toBe(403);
-      expect(((await wrong.json()) as ErrorBody).error.message).toMatch(
-        /does not match this session's token/,
-      );
-      expect(await app.db.usageOn(app.accountId, quotaDay())).toBe(0);
+  const upload = (credentials: Record<string, string>) =>
+    smallJpeg().then((jpeg) =>
+      fetch(`${server.url}/web/compress`, {
+        method: 'POST',
+        headers: credentials,
+        body: form(jpeg, { output_format: 'webp' }),
+      }),
+    );
 
-      const first = await app.post('session-token-123');
-      expect(first.status).toBe(200);
-      expect(first.headers.get('x-allowance')).toBe('account');
-      expect(first.headers.get('ratelimit-limit')).toBe('2');
-      expect(await app.db.usageOn(app.accountId, quotaDay())).toBe(1);
-      expect((await app.post('session-token-123')).status).toBe(200);
-      const over = await app.post('session-token-123');
-      expect(over.status).toBe(429);
-      expect(((await over.json()) as ErrorBody).error.message).toMatch(
-        /daily quota of 2 requests \(shared with your API keys\) is used up; it resets at 00:00 UTC/,
-      );
-      expect(await app.db.visitorUsageOn(visitorKey('127.0.0.1'), quotaDay())).toBe(0);
-      const page = await (await fetch(`${app.url}/`)).text();
-      expect(page).toContain('Pro plan: 0 of 2 requests left today');
-      expect(page).toContain('<meta name="csrf-token" content="session-token-123">');
-    } finally {
-      await app.close();
-    }
+  it("a Pro account draws on its API quota (the account page's meter), with its session's token only", async () => {
+    const cookie = await signUp('pro@example.com');
+    await createPromoCode(server.db, { code: 'WEB-PRO', plan: 'pro', uses: 1 });
+    await applyPromo(server.db, 'pro@example.com', 'WEB-PRO');
+    const account = (await server.db.findAccountByEmail('pro@example.com'))!;
+    const credentials = await pageCredentials(server.url, cookie);
+
+    // A signed-out page's token does not work for the session.
+    const anonymous = await pageCredentials(server.url);
+    const wrong = await upload({ ...credentials, 'x-csrf-token': anonymous['x-csrf-token']! });
+    expect(wrong.status).toBe(403);
+    expect(await server.db.usageOn(account.id, quotaDay())).toBe(0);
+
+    const first = await upload(credentials);
+    expect(first.status).toBe(200);
+    expect(first.headers.get('x-allowance')).toBe('account');
+    expect(first.headers.get('ratelimit-limit')).toBe('2');
+    expect(await server.db.usageOn(account.id, quotaDay())).toBe(1);
+    expect((await upload(credentials)).status).toBe(200);
+    const over = await upload(credentials);
+    expect(over.status).toBe(429);
+    expect(((await over.json()) as ErrorBody).error.message).toMatch(
+      /daily quota of 2 requests \(shared with your API keys\) is used up; it resets at 00:00 UTC/,
+    );
+    expect(await server.db.visitorUsageOn(visitorKey('127.0.0.1'), quotaDay())).toBe(0);
+    const page = await (await fetch(`${server.url}/`, { headers: { cookie } })).text();
+    expect(page).toContain('Pro plan: 0 of 2 requests left today');
+    const accountPage = await (await fetch(`${server.url}/account`, { headers: { cookie } })).text();
+    expect(accountPage).toMatch(
+      /<strong id="usage-used">2<\/strong> used of <strong id="usage-limit">2<\/strong>/,
+    );
   });
 
   it('a signed-in free account counts like a visitor, not against an account quota', async () => {
-    const app = await signedIn('free@example.com', false);
-    try {
-      const res = await app.post('session-token-123');
-      expect(res.status).toBe(200);
-      expect(res.headers.get('x-allowance')).toBe('visitor');
-      expect(res.headers.get('ratelimit-limit')).toBe('5');
-      expect(await app.db.usageOn(app.accountId, quotaDay())).toBe(0);
-      expect(await app.db.visitorUsageOn(visitorKey('127.0.0.1'), quotaDay())).toBe(1);
-    } finally {
-      await app.close();
-    }
+    const cookie = await signUp('free@example.com');
+    const account = (await server.db.findAccountByEmail('free@example.com'))!;
+    const res = await upload(await pageCredentials(server.url, cookie));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-allowance')).toBe('visitor');
+    expect(res.headers.get('ratelimit-limit')).toBe('5');
+    expect(await server.db.usageOn(account.id, quotaDay())).toBe(0);
+    expect(await server.db.visitorUsageOn(visitorKey('127.0.0.1'), quotaDay())).toBe(1);
   });
 });

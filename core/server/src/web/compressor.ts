@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
@@ -15,10 +15,12 @@ import {
   secondsUntilReset,
 } from '@compresso/runtime';
 import { CompressoError } from '@compresso/schema';
-import express, { type Request, type Response } from 'express';
+import express, { type Request, type RequestHandler, type Response } from 'express';
 import { compressUpload, sendCompressed } from '../compress-response.ts';
 import { sendError } from '../errors.ts';
 import type { UploadLimits } from '../multipart.ts';
+import { page, sendPage } from './layout.ts';
+import { csrfToken, sessionOf, verifyCsrf } from './session.ts';
 
 export interface CompressorDeps {
   engine: Engine;
@@ -59,36 +61,23 @@ export function visitorKey(address: string): string {
     .slice(0, 32);
 }
 
-/** The session middleware's view (web/session.ts) when there is one: the account and its CSRF token. */
-function sessionOf(res: Response): { account?: Account; csrfToken?: string } | undefined {
-  return res.locals.session as { account?: Account; csrfToken?: string } | undefined;
-}
-
 function accountOf(res: Response): Account | undefined {
   return sessionOf(res)?.account;
 }
 
-/** The header the page sends with every upload. */
-export const CSRF_HEADER = 'X-CSRF-Token';
-
 /**
  * Cross-site request forgery: another site must not make a visitor's browser spend their allowance
- * (or a signed-in Pro account's quota). Three checks, each enough on its own in today's browsers:
- * the custom header (a cross-site form cannot send one, and a cross-site fetch with one needs a CORS
- * preflight this server never approves), Fetch Metadata (`Sec-Fetch-Site`) and `Origin` when the
- * browser sends them. With a session, the header must also equal the session's token.
+ * (or a signed-in Pro account's quota). The token check is the session layer's (verifyCsrf: the
+ * X-CSRF-Token header must match the session, or signed out the signed `cmp_csrf` cookie); this
+ * adds Fetch Metadata and Origin, which browsers send with every upload, as a second wall.
  */
-function checkCsrf(req: Request, res: Response): void {
+const sameSiteOnly: RequestHandler = (req, _res, next) => {
   const refuse = (why: string) =>
     new CompressoError(
       'FORBIDDEN',
-      `${CSRF_HEADER}: ${why} Use the compressor page, or /api/v1/compress with an API key.`,
-      {
-        details: [{ field: CSRF_HEADER, problem: why }],
-      },
+      `Origin: ${why} Use the compressor page, or /api/v1/compress with an API key.`,
+      { details: [{ field: 'Origin', problem: why }] },
     );
-  const token = req.get(CSRF_HEADER);
-  if (!token) throw refuse('missing; the page sends it with every upload.');
   const site = req.get('Sec-Fetch-Site');
   if (site && site !== 'same-origin')
     throw refuse(`the request came from another site (Sec-Fetch-Site: ${site}).`);
@@ -102,13 +91,8 @@ function checkCsrf(req: Request, res: Response): void {
     }
     if (host !== req.get('Host')) throw refuse('the request came from another origin.');
   }
-  const expected = sessionOf(res)?.csrfToken;
-  if (expected) {
-    const a = Buffer.from(token);
-    const b = Buffer.from(expected);
-    if (a.length !== b.length || !timingSafeEqual(a, b)) throw refuse("does not match this session's token.");
-  }
-}
+  next();
+};
 
 const ACCEPT = [
   'image/jpeg',
@@ -127,13 +111,6 @@ const ACCEPT = [
   '.heic',
   '.heif',
 ].join(',');
-
-/**
- * Scripts and styles only from this server (no inline code), images also from blob: URLs (the
- * previews and downloads are object URLs of what the page received), requests only to this server.
- */
-export const COMPRESSOR_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /** What the page says about the day's allowance before the first upload. */
 interface AllowanceView {
@@ -217,24 +194,6 @@ ${allowanceHtml(view, config.proDailyLimit)}
 </section>`;
 }
 
-/**
- * The page around the content. The site's shared layout (sign-up, log-in and account pages) does not
- * exist yet; when it does, this is the one place to swap for it.
- */
-function page(content: string, csrfToken: string): string {
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="csrf-token" content="${csrfToken}">
-<title>Compress images — Compresso</title>
-<link rel="stylesheet" href="/static/compressor.css">
-<script type="module" src="/static/compressor.js"></script>
-</head><body>
-<a class="skip-link" href="#main">Skip to the compressor</a>
-<header class="site"><a class="brand" href="/">Compresso</a><nav aria-label="Site"><a href="/" aria-current="page">Compressor</a> · <a href="/api/v1/docs">API reference</a></nav></header>
-<main id="main">${content}</main>
-</body></html>`;
-}
-
 export function compressorRouter(deps: CompressorDeps): express.Router {
   const { engine, db, logger, config, uploadLimits } = deps;
   const router = express.Router();
@@ -290,15 +249,22 @@ export function compressorRouter(deps: CompressorDeps): express.Router {
       resetsInSeconds: secondsUntilReset(now),
       signedIn: accountOf(res) !== undefined,
     };
-    res.setHeader('Content-Security-Policy', COMPRESSOR_CSP);
-    res.setHeader('Referrer-Policy', 'same-origin');
-    // Without a session the header's presence is what counts (see checkCsrf); its value is not secret.
-    const token = (sessionOf(res)?.csrfToken ?? 'same-origin').replace(/[^A-Za-z0-9_.~-]/g, '');
-    res.type('html').send(page(compressorContent(view, config), token));
+    sendPage(
+      res,
+      page({
+        title: 'Compress images',
+        current: 'compressor',
+        session: sessionOf(res),
+        body: compressorContent(view, config),
+        styles: ['/static/compressor.css'],
+        scripts: ['/static/compressor.js'],
+        // Signed out, this also sets the cmp_csrf cookie the token is bound to.
+        csrfToken: await csrfToken(req, res),
+      }),
+    );
   });
 
-  router.post('/web/compress', async (req, res) => {
-    checkCsrf(req, res);
+  router.post('/web/compress', sameSiteOnly, verifyCsrf, async (req, res) => {
     const now = new Date();
     const allowance = await allowanceFor(req, res, now);
     const reset = secondsUntilReset(now);

@@ -152,6 +152,8 @@ function upload(item) {
     xhr.open('POST', '/web/compress');
     xhr.responseType = 'blob';
     xhr.setRequestHeader('X-CSRF-Token', csrfToken);
+    // Errors then come back as the API's JSON ({"error": {code, message}}), never as an HTML page.
+    xhr.setRequestHeader('Accept', 'image/*, application/json');
     xhr.upload.addEventListener('progress', (event) => {
       if (!event.lengthComputable) return;
       const percent = Math.round((event.loaded / event.total) * 100);
