@@ -446,7 +446,7 @@ ${errors.form ? `<p class="alert" role="alert">${escapeHtml(errors.form)}</p>` :
     status?: number;
   }
 
-  const accountPage = async (res: Response, session: WebSession, view: AccountView = {}) => {
+  const accountPage = async (req: Request, res: Response, session: WebSession, view: AccountView = {}) => {
     const account = (await db.findAccountById(session.account.id)) ?? session.account;
     const plan = planOf(account.plan, config);
     const now = new Date();
@@ -481,7 +481,7 @@ ${plan.api ? '<p>Pro is active. Another code changes nothing unless it is for a 
   <button type="button" id="copy-key" data-copy="new-key-secret">Copy</button>
 </div>
 <p id="copy-status" class="hint" role="status" aria-live="polite"></p>
-<p class="hint">Try it: <code>curl -F file=@photo.jpg -H "Authorization: Bearer YOUR_KEY" ${escapeHtml(config.publicUrl ?? '')}/api/v1/compress -o photo-small.jpg</code></p>
+<p class="hint">Try it: <code>curl -F file=@photo.jpg -H "Authorization: Bearer YOUR_KEY" ${escapeHtml(`${config.publicUrl ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`}/api/v1/compress`)} -o photo-small.jpg</code></p>
 </div>`
       : '';
 
@@ -542,18 +542,19 @@ ${keysSection}`,
 
   router.get('/account', sessions.requireSession, async (req, res) => {
     const notice = typeof req.query.notice === 'string' ? NOTICES[req.query.notice] : undefined;
-    await accountPage(res, sessionOf(res) as WebSession, notice ? { notice } : {});
+    await accountPage(req, res, sessionOf(res) as WebSession, notice ? { notice } : {});
   });
 
   router.post('/account/promo', sessions.requireSession, ...guarded, async (req, res) => {
     const session = sessionOf(res) as WebSession;
     const code = str(req.body, 'code').trim();
-    if (!code) return accountPage(res, session, { errors: { code: 'Enter a promo code.' }, status: 400 });
+    if (!code)
+      return accountPage(req, res, session, { errors: { code: 'Enter a promo code.' }, status: 400 });
     try {
       await applyPromo(db, session.account.id, code);
     } catch (error) {
       if (!isCompressoError(error) || error.status >= 500) throw error;
-      return accountPage(res, session, {
+      return accountPage(req, res, session, {
         errors: { code: error.message },
         values: { code },
         status: error.status,
@@ -568,7 +569,7 @@ ${keysSection}`,
     const name = str(req.body, 'name').trim();
     const account = await db.findAccountById(session.account.id);
     if (!account || !planOf(account.plan, config).api) {
-      return accountPage(res, session, {
+      return accountPage(req, res, session, {
         errors: { name: 'Activate the Pro plan first: API keys work only with it.' },
         values: { name },
         status: 403,
@@ -578,10 +579,10 @@ ${keysSection}`,
       const { key, secret } = await createApiKey(db, account.id, name);
       logger.info({ account_id: account.id, key_id: key.id }, 'api key created on the web');
       // Rendered in this response, never stored or redirected: the secret exists only on this page.
-      await accountPage(res, session, { newKey: { name: key.name, secret }, status: 201 });
+      await accountPage(req, res, session, { newKey: { name: key.name, secret }, status: 201 });
     } catch (error) {
       if (!isCompressoError(error) || error.status >= 500) throw error;
-      await accountPage(res, session, {
+      await accountPage(req, res, session, {
         errors: { name: error.message },
         values: { name },
         status: error.status,
