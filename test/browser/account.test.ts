@@ -1,0 +1,145 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { createPromoCode } from '@compresso/runtime';
+import type { Browser } from 'playwright-core';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../../core/server/src/test-helpers.ts';
+import {
+  CORPUS,
+  corpusFile,
+  dropFiles,
+  launchChromium,
+  screenshotBoth,
+  unexpected,
+  watchedContext,
+} from './harness.ts';
+
+const run = promisify(execFile);
+
+/** The real curl binary, as a user would run it from the account page's example. */
+async function curlCompress(
+  url: string,
+  key: string,
+  out: string,
+): Promise<{ status: number; body: Buffer }> {
+  const { stdout } = await run('curl', [
+    '-sS',
+    '-o',
+    out,
+    '-w',
+    '%{http_code}',
+    '-H',
+    `Authorization: Bearer ${key}`,
+    '-F',
+    `file=@${join(CORPUS, 'photo-mate-Dune.jpg')}`,
+    '-F',
+    'output_format=webp',
+    '-F',
+    'max_dimension=1024',
+    `${url}/api/v1/compress`,
+  ]);
+  return { status: Number(stdout), body: readFileSync(out) };
+}
+
+describe('a new user in Chromium: sign up, Pro by promo code, a key used with curl, revoked', () => {
+  let browser: Browser;
+  let server: TestServer;
+  let dir: string;
+
+  beforeAll(async () => {
+    browser = await launchChromium();
+    server = await startTestServer({ dbPath: ':memory:', overrides: { maxUploadBytes: 20 * 1024 * 1024 } });
+    // The operator's part: a promo code, made beforehand with the runtime's operator function.
+    await createPromoCode(server.db, { code: 'LAUNCH-WEB', plan: 'pro', uses: 1 });
+    dir = mkdtempSync(join(tmpdir(), 'compresso-browser-'));
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('walks the whole path', async () => {
+    const { context, problems } = await watchedContext(browser);
+    const page = await context.newPage();
+
+    await page.goto(`${server.url}/login`);
+    await screenshotBoth(page, 'login');
+    await page.getByRole('link', { name: 'Create an account' }).click();
+    await page.waitForURL(/\/signup$/);
+    await screenshotBoth(page, 'signup');
+
+    await page.getByLabel('Email').fill('new.user@example.com');
+    await page.getByLabel('Password').fill('a long enough passphrase');
+    await page.getByRole('button', { name: 'Sign up' }).click();
+    await page.waitForURL(/\/account/);
+    expect(await page.locator('#plan-name').textContent()).toBe('Free');
+
+    // The session cookie is HTTP-only: scripts on the page cannot read it.
+    expect(await page.evaluate(() => document.cookie)).not.toContain('cmp_session');
+    const session = (await context.cookies()).find((c) => c.name === 'cmp_session');
+    expect(session).toMatchObject({ httpOnly: true, sameSite: 'Lax' });
+
+    await page.getByRole('textbox', { name: 'Promo code', exact: true }).fill('LAUNCH-WEB');
+    await page.getByRole('button', { name: 'Activate' }).click();
+    await page.waitForURL(/notice=pro/);
+    expect(await page.locator('#plan-name').textContent()).toBe('Pro');
+    expect(await page.locator('#usage-used').textContent()).toBe('0');
+
+    await page.getByRole('textbox', { name: 'Key name', exact: true }).fill('laptop');
+    await page.getByRole('button', { name: 'Generate API Key' }).click();
+    const secretField = page.locator('#new-key-secret');
+    await secretField.waitFor();
+    const key = await secretField.inputValue();
+    expect(key).toMatch(/^cmp_live_[A-Za-z0-9_-]{43}$/);
+    await screenshotBoth(page, 'account-key-shown');
+
+    // Shown once: the account page opened again lists the key by its prefix, never the secret.
+    await page.goto(`${server.url}/account`);
+    const html = await page.content();
+    expect(html).not.toContain(key);
+    expect(await page.locator('.keys-table').textContent()).toContain(key.slice(0, 17));
+    await screenshotBoth(page, 'account');
+
+    const first = await curlCompress(server.url, key, join(dir, 'dune.webp'));
+    expect(first.status).toBe(200);
+    const meta = await sharp(first.body).metadata();
+    expect(meta.format).toBe('webp');
+    expect(meta.width).toBe(1024);
+    expect(first.body.length).toBeLessThan(readFileSync(join(CORPUS, 'photo-mate-Dune.jpg')).length);
+
+    await page.reload();
+    expect(await page.locator('#usage-used').textContent()).toBe('1');
+    expect(await page.locator('#usage-meter').getAttribute('value')).toBe('1');
+
+    // The compressor, signed in on Pro, draws on the same quota: the meter moves again.
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Compressor' }).click();
+    await page.waitForSelector('html.compressor-ready');
+    expect(await page.locator('#allowance').textContent()).toMatch(
+      /^Pro plan: 499 of 500 requests left today/,
+    );
+    await dropFiles(page, '#dropzone', [corpusFile('photo-heic-rocket.heic')]);
+    await page.waitForSelector('.result.is-done', { timeout: 60_000 });
+    await page.goto(`${server.url}/account`);
+    expect(await page.locator('#usage-used').textContent()).toBe('2');
+
+    // Revoke, through the confirmation step.
+    await page.getByRole('link', { name: 'Revoke key laptop' }).click();
+    await page.waitForURL(/\/revoke$/);
+    expect(await page.locator('h1').textContent()).toMatch(/Revoke the key “laptop”\?/);
+    await page.getByRole('button', { name: 'Revoke key' }).click();
+    await page.waitForURL(/notice=revoked/);
+    expect(await page.locator('#no-keys').count()).toBe(1);
+
+    const after = await curlCompress(server.url, key, join(dir, 'refused.json'));
+    expect(after.status).toBe(401);
+    expect(JSON.parse(after.body.toString()).error.code).toBe('INVALID_API_KEY');
+
+    expect(unexpected(problems)).toEqual([]);
+    await context.close();
+  });
+});
