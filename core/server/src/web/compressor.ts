@@ -134,11 +134,11 @@ function allowanceHtml(view: AllowanceView, proDailyLimit: number): string {
     return `<p id="allowance" class="allowance${left === 0 ? ' is-exhausted' : ''}">Pro plan: ${left} of ${view.limit} requests left today, shared with your API keys (${reset}).</p>`;
   }
   if (view.limit === 0) {
-    return `<p id="allowance" class="allowance is-exhausted">This server has no free allowance: ${view.signedIn ? 'activate Pro on your account' : 'sign up and activate Pro'} to compress images here.</p>`;
+    return `<p id="allowance" class="allowance is-exhausted">This server has no free allowance: ${view.signedIn ? '<a href="/account">activate Pro</a> on your account' : '<a href="/signup">sign up</a> and activate Pro'} to compress images here.</p>`;
   }
   const upgrade = view.signedIn
-    ? `Activate Pro for ${proDailyLimit} a day.`
-    : `Sign up and activate Pro for ${proDailyLimit} a day.`;
+    ? `<a href="/account">Activate Pro</a> for ${proDailyLimit} a day.`
+    : `<a href="/signup">Sign up</a> and activate Pro for ${proDailyLimit} a day.`;
   return `<p id="allowance" class="allowance${left === 0 ? ' is-exhausted' : ''}">Free allowance: ${left} of ${view.limit} images left today (${reset}). ${upgrade}</p>`;
 }
 
