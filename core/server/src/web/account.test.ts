@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createAccount, createApiKey, createPromoCode } from '@compresso/runtime';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, form, smallJpeg, startTestServer, type TestServer } from '../test-helpers.ts';
+import { bearer, form, smallJpeg, startTestServer, type TestServer, tempDir } from '../test-helpers.ts';
 
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 
@@ -75,12 +75,16 @@ function resetLinkFromLog(server: TestServer): string | undefined {
 
 describe('web account pages over real HTTP', () => {
   let server: TestServer;
+  // A database file, so a second server process-alike can share it (the lock-out must hold across processes).
+  const dir = tempDir();
+  const dbPath = `${dir.dir}/compresso.sqlite`;
   beforeAll(async () => {
-    server = await startTestServer({ dbPath: ':memory:', overrides: { proDailyLimit: 500 } });
+    server = await startTestServer({ dbPath, overrides: { proDailyLimit: 500 } });
     await createPromoCode(server.db, { code: 'LAUNCH-PRO', plan: 'pro', uses: 100 });
   });
   afterAll(async () => {
     await server.close();
+    dir.cleanup();
   });
 
   it('walks sign-up → promo → key shown once → the key compresses → usage moves → revoke → 401', async () => {
@@ -266,6 +270,15 @@ describe('web account pages over real HTTP', () => {
     expect(locked.status).toBe(429);
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(await locked.text()).toContain('Too many failed log-ins');
+    // The count is in the database: another server on the same database refuses too.
+    const second = await startTestServer({ dbPath });
+    try {
+      const elsewhere = new Browser(second.url);
+      const res = await elsewhere.submit('/login', '/login', { email, password: PASSWORD });
+      expect(res.status).toBe(429);
+    } finally {
+      await second.close();
+    }
 
     // An unknown email gets the same words as a wrong password.
     const unknown = await browser.submit('/login', '/login', {
