@@ -210,8 +210,9 @@ describe('web account pages over real HTTP', () => {
       bodies.push(await res.text());
     }
     expect(statuses).toEqual([401, 401, 401, 401, 401]);
-    // 250 ms after the first failure, doubling: the fourth waits 2 s. Loose bound for a busy machine.
+    // 250 ms after the first failure, doubling: the fifth waits 4 s. Loose bounds for a busy machine.
     expect(elapsed[3]! - elapsed[0]!).toBeGreaterThan(1000);
+    expect(elapsed[4]! - elapsed[0]!).toBeGreaterThan(2500);
     expect(elapsed[0]!).toBeGreaterThan(200);
     expect(bodies[0]).toContain('The email or the password is not right.');
 
