@@ -10,14 +10,18 @@ export default class SummaryReporter implements Reporter {
     let failed = 0;
     let skipped = 0;
     for (const module of testModules) {
-      // A file that failed to load has no tests but is still a failure.
-      if (module.state() === 'failed' && module.children.size === 0) failed++;
+      let failedHere = 0;
       for (const test of module.children.allTests()) {
         const state = test.result().state;
         if (state === 'passed') passed++;
-        else if (state === 'failed') failed++;
+        else if (state === 'failed') failedHere++;
         else skipped++;
       }
+      // A file that failed to load, or whose beforeAll/afterAll threw, has no failed test of its own
+      // (vitest marks its tests skipped) but is still a failure: count it once, so the closing line
+      // can never read "0 failed" on a red run.
+      if (module.state() === 'failed' && failedHere === 0) failedHere = 1;
+      failed += failedHere;
     }
     failed += unhandledErrors.length;
     process.stdout.write(`\n${passed} passed, ${failed} failed, ${skipped} skipped\n`);

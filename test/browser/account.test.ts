@@ -60,7 +60,7 @@ describe('a new user in Chromium: sign up, Pro by promo code, a key used with cu
   afterAll(async () => {
     await browser?.close();
     await server?.close();
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it('walks the whole path', async () => {
