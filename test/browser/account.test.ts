@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { createPromoCode } from '@compresso/runtime';
+import { createAccount, createPromoCode } from '@compresso/runtime';
 import type { Browser } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -131,6 +131,7 @@ describe('a new user in Chromium: sign up, Pro by promo code, a key used with cu
     await page.getByRole('link', { name: 'Revoke key laptop' }).click();
     await page.waitForURL(/\/revoke$/);
     expect(await page.locator('h1').textContent()).toMatch(/Revoke the key “laptop”\?/);
+    await screenshotBoth(page, 'revoke-confirm');
     await page.getByRole('button', { name: 'Revoke key' }).click();
     await page.waitForURL(/notice=revoked/);
     expect(await page.locator('#no-keys').count()).toBe(1);
@@ -140,6 +141,55 @@ describe('a new user in Chromium: sign up, Pro by promo code, a key used with cu
     expect(JSON.parse(after.body.toString()).error.code).toBe('INVALID_API_KEY');
 
     expect(unexpected(problems)).toEqual([]);
+    await context.close();
+  });
+  it('resets a forgotten password by the one-time link in the server log, then logs out and back in', async () => {
+    await createAccount(server.db, 'forgetful@example.com');
+    const { context, problems } = await watchedContext(browser);
+    const page = await context.newPage();
+
+    await page.goto(`${server.url}/login`);
+    await page.getByRole('link', { name: /Forgot your password/ }).click();
+    await page.waitForURL(/\/reset$/);
+    await screenshotBoth(page, 'reset-request');
+    await page.getByLabel('Email').fill('forgetful@example.com');
+    await page.getByRole('button', { name: 'Send reset link' }).click();
+    await page.locator('.notice[role=status]').waitFor();
+    expect(await page.locator('.notice').textContent()).toContain('a reset link is on its way');
+    await screenshotBoth(page, 'reset-sent');
+
+    // No SMTP_URL in the embedded default: the operator reads the link from the server log.
+    const line = server.logLines.findLast((l) => String(l.msg).startsWith('password reset link'));
+    const link = /https?:\/\/\S+\/reset\/[A-Za-z0-9_-]{43}/.exec(String(line?.msg))?.[0];
+    expect(link).toBeDefined();
+    await page.goto(String(link));
+    await screenshotBoth(page, 'reset-new-password');
+    await page.getByLabel('New password').fill('a freshly chosen passphrase');
+    await page.getByRole('button', { name: 'Set password and log in' }).click();
+    await page.waitForURL(/\/account\?notice=password/);
+    expect(await page.locator('#plan-name').textContent()).toBe('Free');
+
+    // The link works once.
+    await page.goto(String(link));
+    expect(await page.locator('h1').textContent()).toBe('Choose a new password');
+    await page.getByLabel('New password').fill('yet another passphrase');
+    await page.getByRole('button', { name: 'Set password and log in' }).click();
+    expect(await page.locator('h1').textContent()).toBe('This reset link does not work');
+
+    await page.goto(`${server.url}/account`);
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.waitForURL((url) => !url.pathname.startsWith('/account'));
+    await page.goto(`${server.url}/account`);
+    await page.waitForURL(/\/login/);
+
+    await page.getByLabel('Email').fill('forgetful@example.com');
+    await page.getByLabel('Password').fill('a freshly chosen passphrase');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.waitForURL(/\/account/);
+    expect(await page.locator('#plan-name').textContent()).toBe('Free');
+
+    // The reset page's 400 for the used link is the one expected non-2xx answer.
+    expect(unexpected(problems, [400])).toEqual([]);
     await context.close();
   });
 });

@@ -6,6 +6,9 @@ const esc = (text: unknown): string =>
     (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
   );
 
+// OpenAPI descriptions are CommonMark; the one construct ours use is `code`. Render that, escape the rest.
+const prose = (text: unknown): string => esc(text).replace(/`([^`]+)`/g, '<code>$1</code>');
+
 /** `#/components/schemas/InfoResult` → a link to that schema's section. */
 function schemaLink(ref: string): string {
   const name = ref.replace(/^#\/components\/schemas\//, '');
@@ -29,7 +32,7 @@ function schemaTable(schema: Json): string {
   const required = new Set((schema.required ?? []) as string[]);
   const rows = Object.entries(properties).map(
     ([name, prop]) =>
-      `<tr><td><code>${esc(name)}</code>${required.has(name) ? ' <abbr title="required">*</abbr>' : ''}</td><td>${typeOf(prop)}</td><td>${esc(prop.description)}</td></tr>`,
+      `<tr><td><code>${esc(name)}</code>${required.has(name) ? ' <abbr title="required">*</abbr>' : ''}</td><td>${typeOf(prop)}</td><td>${prose(prop.description)}</td></tr>`,
   );
   return rows.length
     ? `<div class="table"><table><thead><tr><th scope="col">Field</th><th scope="col">Type</th><th scope="col">Meaning</th></tr></thead><tbody>${rows.join('')}</tbody></table></div>`
@@ -61,7 +64,7 @@ function bodyHtml(content: Record<string, Json> | undefined): string {
 function headersHtml(headers: Record<string, Json> | undefined): string {
   if (!headers || Object.keys(headers).length === 0) return '';
   const rows = Object.entries(headers)
-    .map(([name, h]) => `<dt><code>${esc(name)}</code></dt><dd>${esc(h.description)}</dd>`)
+    .map(([name, h]) => `<dt><code>${esc(name)}</code></dt><dd>${prose(h.description)}</dd>`)
     .join('');
   return `<details><summary>Headers (${Object.keys(headers).length})</summary><dl class="headers">${rows}</dl></details>`;
 }
@@ -115,7 +118,7 @@ export function docsPage(document: Json): string {
     const params = ((op.parameters ?? []) as Json[])
       .map(
         (p) =>
-          `<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.in)}</td><td>${esc(p.description)}</td></tr>`,
+          `<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.in)}</td><td>${prose(p.description)}</td></tr>`,
       )
       .join('');
     const requestBody = op.requestBody as Json | undefined;
@@ -126,12 +129,12 @@ export function docsPage(document: Json): string {
     const responses = Object.entries((op.responses ?? {}) as Record<string, Json>)
       .map(
         ([status, r]) =>
-          `<tr><td><span class="status status-${esc(status[0])}xx">${esc(status)}</span></td><td>${esc(r.description)}${bodyHtml(r.content as Record<string, Json> | undefined)}${headersHtml(r.headers as Record<string, Json> | undefined)}</td></tr>`,
+          `<tr><td><span class="status status-${esc(status[0])}xx">${esc(status)}</span></td><td>${prose(r.description)}${bodyHtml(r.content as Record<string, Json> | undefined)}${headersHtml(r.headers as Record<string, Json> | undefined)}</td></tr>`,
       )
       .join('');
     return `<section id="${esc(id)}" class="operation" aria-labelledby="${esc(id)}-title">
 <h3 id="${esc(id)}-title"><span class="method method-${esc(method)}">${esc(method.toUpperCase())}</span> <code>${esc(path)}</code> <small>${needsKey ? 'API key' : 'no key'}</small></h3>
-<p>${esc(op.summary)}</p>${op.description ? `<p>${esc(op.description)}</p>` : ''}
+<p>${esc(op.summary)}</p>${op.description ? `<p>${prose(op.description)}</p>` : ''}
 ${request ? `<h4>Request</h4>${request}` : ''}
 <h4>Example</h4>
 <pre><code>${esc(curlExample(method, path, op, needsKey))}</code></pre>
@@ -142,7 +145,7 @@ ${request ? `<h4>Request</h4>${request}` : ''}
   const models = Object.entries(schemas)
     .map(
       ([name, schema]) =>
-        `<section id="schema-${esc(name)}"><h3>${esc(name)}</h3>${schema.description ? `<p>${esc(schema.description)}</p>` : ''}${schemaTable(schema)}</section>`,
+        `<section id="schema-${esc(name)}"><h3>${esc(name)}</h3>${schema.description ? `<p>${prose(schema.description)}</p>` : ''}${schemaTable(schema)}</section>`,
     )
     .join('\n');
   return `<!doctype html>
@@ -176,7 +179,7 @@ h3 code{background:none;font-size:1em}
 <header class="site"><a class="brand" href="/">Compresso</a><nav aria-label="Main"><a href="/">Compressor</a> · <a href="/api/v1/docs" aria-current="page">API reference</a> · <a href="/account">Account</a> · <a href="/signup">Sign up</a></nav></header>
 <main>
 <h1>${esc(info.title)} <small>${esc(info.version)}</small></h1>
-<p>${esc(info.description)}</p>
+<p>${prose(info.description)}</p>
 <p>The examples read the server's address from <code>COMPRESSO_BASE_URL</code> and your key from <code>COMPRESSO_API_KEY</code>. Generate a key in your <a href="/account">account</a> once the Pro plan is active. Machine-readable: <a href="/api/v1/openapi.json">openapi.json</a> (OpenAPI ${esc(document.openapi)}).</p>
 <nav aria-labelledby="endpoints-title"><h2 id="endpoints-title">Endpoints</h2><ul class="toc">${toc}</ul></nav>
 ${operations.join('\n')}
