@@ -38,6 +38,8 @@ describe('startServer', () => {
       expect(hint?.next_steps).toEqual(
         expect.arrayContaining(['compresso account create --email you@example.com']),
       );
+      // The browser way in, at this server's own address.
+      expect(hint?.msg).toContain(`sign up at ${running.url}/signup`);
       expect(JSON.stringify(lines)).not.toMatch(/cmp_live_/);
       expect((await fetch(`${running.url}/readyz`)).status).toBe(200);
     } finally {

@@ -134,7 +134,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         ],
       },
       // The CLI must reach the same database. The PostgreSQL URL is not repeated: it may hold a password.
-      `No accounts yet. Create the first account and API key with the CLI (${config.databaseUrl ? 'with the same DATABASE_URL' : `same COMPRESSO_DATA_DIR=${config.dataDir}`}); the key is shown once by the last command.`,
+      `No accounts yet. Create the first account and API key with the CLI (${config.databaseUrl ? 'with the same DATABASE_URL' : `same COMPRESSO_DATA_DIR=${config.dataDir}`}); the key is shown once by the last command. Or make the promo code with the CLI, then sign up at ${url}/signup and enter it in the account area, where Generate API Key makes the key.`,
     );
   }
 
