@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
+import { fileBlobStore, inlineQueue } from '@compresso/runtime';
 import { ErrorBodySchema } from '@compresso/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -18,7 +19,12 @@ let key: string;
 const tmp = tempDir();
 
 beforeAll(async () => {
-  srv = await startTestServer({ dbPath: join(tmp.dir, 'abuse.sqlite') });
+  // A queue and blob store so /api/v1/jobs parses forms too (no worker: nothing here must run).
+  srv = await startTestServer({
+    dbPath: join(tmp.dir, 'abuse.sqlite'),
+    queue: inlineQueue(),
+    blobs: fileBlobStore({ root: join(tmp.dir, 'blobs') }),
+  });
   ({ key } = await proAccount(srv.db, 'abuse@example.com'));
 });
 afterAll(async () => {
@@ -176,4 +182,30 @@ describe('hostile requests', () => {
     expect(await attempt(`Bearer ${key}`, 500 * 1024 * 1024)).toEqual({ status: 413, continued: false });
     expect(await attempt(`Bearer ${key}`, body.length)).toEqual({ status: 200, continued: true });
   });
+});
+
+describe('option fields in multipart forms', () => {
+  // Both parsers (one image, and a batch job) share one rule; each endpoint is checked here.
+  for (const path of ['/api/v1/compress', '/api/v1/jobs']) {
+    it(`${path}: a field sent twice or longer than 1024 bytes is a 400 naming it`, async () => {
+      const jpeg = await smallJpeg();
+      const twice = form(jpeg, { output_format: 'webp' });
+      twice.append('quality', '70');
+      twice.append('quality', '30');
+      let res = await fetch(`${srv.url}${path}`, { method: 'POST', headers: bearer(key), body: twice });
+      expect(res.status).toBe(400);
+      let body = ErrorBodySchema.parse(await res.json()).error;
+      expect(body).toMatchObject({ code: 'INVALID_OPTION', message: 'quality: sent more than once.' });
+
+      res = await fetch(`${srv.url}${path}`, {
+        method: 'POST',
+        headers: bearer(key),
+        body: form(jpeg, { output_format: 'w'.repeat(2000) }),
+      });
+      expect(res.status).toBe(400);
+      body = ErrorBodySchema.parse(await res.json()).error;
+      expect(body.code).toBe('INVALID_OPTION');
+      expect(body.message).toBe('output_format: value longer than 1024 bytes.');
+    });
+  }
 });

@@ -23,7 +23,7 @@ export interface UploadLimits {
 /** Room for the multipart framing and the option fields around a file of exactly maxBytes. */
 const FRAMING_SLACK = 64 * 1024;
 /** Option values are short words and numbers; a megabyte "quality" is an attack, not an option. */
-const MAX_FIELD_BYTES = 1024;
+export const MAX_FIELD_BYTES = 1024;
 const MAX_FIELDS = 20;
 
 /**
@@ -161,29 +161,9 @@ export function readUpload(req: IncomingMessage, res: ServerResponse, limits: Up
       stream.on('limit', () => finish(tooLarge(limits.maxBytes)));
     });
     parser.on('field', (name, value, info) => {
-      if (info.nameTruncated || info.valueTruncated) {
-        finish(
-          new CompressoError('INVALID_OPTION', `${name}: value longer than ${MAX_FIELD_BYTES} bytes.`, {
-            details: [
-              {
-                field: name,
-                expected: `at most ${MAX_FIELD_BYTES} bytes`,
-                received: `${value.slice(0, 40)}...`,
-              },
-            ],
-          }),
-        );
-        return;
-      }
-      if (Object.hasOwn(fields, name)) {
-        finish(
-          new CompressoError('INVALID_OPTION', `${name}: sent more than once.`, {
-            details: [{ field: name, expected: 'one value', received: 'several values' }],
-          }),
-        );
-        return;
-      }
-      fields[name] = value;
+      const problem = formFieldProblem(fields, name, value, info);
+      if (problem) finish(problem);
+      else fields[name] = value;
     });
     parser.on('filesLimit', () =>
       finish(new CompressoError('INVALID_REQUEST', 'Send exactly one file part ("file").')),
@@ -208,4 +188,30 @@ function tooLarge(maxBytes: number): CompressoError {
     `file: larger than the limit of ${maxBytes} bytes (${(maxBytes / 1024 / 1024).toFixed(1)} MiB).`,
     { details: { limit_bytes: maxBytes } },
   );
+}
+
+/**
+ * What is wrong with one text field of a multipart form, if anything: cut short by the size limit,
+ * or sent twice (which value would be meant is a guess we do not make). Shared by the single-image
+ * and batch parsers so both answer the same words.
+ */
+export function formFieldProblem(
+  fields: Record<string, string>,
+  name: string,
+  value: string,
+  info: { nameTruncated: boolean; valueTruncated: boolean },
+): CompressoError | undefined {
+  if (info.nameTruncated || info.valueTruncated) {
+    return new CompressoError('INVALID_OPTION', `${name}: value longer than ${MAX_FIELD_BYTES} bytes.`, {
+      details: [
+        { field: name, expected: `at most ${MAX_FIELD_BYTES} bytes`, received: `${value.slice(0, 40)}...` },
+      ],
+    });
+  }
+  if (Object.hasOwn(fields, name)) {
+    return new CompressoError('INVALID_OPTION', `${name}: sent more than once.`, {
+      details: [{ field: name, expected: 'one value', received: 'several values' }],
+    });
+  }
+  return undefined;
 }

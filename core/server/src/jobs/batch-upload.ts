@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CompressoError } from '@compresso/schema';
 import busboy from 'busboy';
 import { sendContinue } from '../expect-continue.ts';
+import { formFieldProblem, MAX_FIELD_BYTES } from '../multipart.ts';
 import { BUSY_RETRY_AFTER_SECONDS, type UploadBudget } from '../upload-budget.ts';
 
 export interface BatchFile {
@@ -25,7 +26,6 @@ export interface BatchUploadLimits {
   owner?: string;
 }
 
-const MAX_FIELD_BYTES = 1024;
 const MAX_FIELDS = 20;
 
 /**
@@ -165,29 +165,9 @@ export function readBatchUpload(
       });
     });
     parser.on('field', (name, value, info) => {
-      if (info.nameTruncated || info.valueTruncated) {
-        finish(
-          new CompressoError('INVALID_OPTION', `${name}: value longer than ${MAX_FIELD_BYTES} bytes.`, {
-            details: [
-              {
-                field: name,
-                expected: `at most ${MAX_FIELD_BYTES} bytes`,
-                received: `${value.slice(0, 40)}...`,
-              },
-            ],
-          }),
-        );
-        return;
-      }
-      if (Object.hasOwn(fields, name)) {
-        finish(
-          new CompressoError('INVALID_OPTION', `${name}: sent more than once.`, {
-            details: [{ field: name, expected: 'one value', received: 'several values' }],
-          }),
-        );
-        return;
-      }
-      fields[name] = value;
+      const problem = formFieldProblem(fields, name, value, info);
+      if (problem) finish(problem);
+      else fields[name] = value;
     });
     parser.on('filesLimit', () =>
       finish(
