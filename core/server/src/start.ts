@@ -19,6 +19,7 @@ import { createApp } from './app.ts';
 import { deferContinue } from './expect-continue.ts';
 import { logQueueErrors, requeueQueuedItems, startBatchWorker } from './jobs/worker.ts';
 import { createMetrics } from './metrics.ts';
+import { exitOnSignals } from './signals.ts';
 
 /**
  * An http.Server around the app with the timeouts that bound what a slow client can hold:
@@ -174,19 +175,6 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     return closing;
   };
 
-  if (options.handleSignals !== false) {
-    const onSignal = (signal: NodeJS.Signals) => {
-      logger.info({ signal }, 'signal received');
-      close().then(
-        () => process.exit(0),
-        (err) => {
-          logger.error({ err }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
-    };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-  }
+  if (options.handleSignals !== false) exitOnSignals(logger, close, 'server');
   return { server, url, config, db, logger, engine, queue, blobs, worker, close };
 }

@@ -62,8 +62,10 @@ describe('README: batch jobs', () => {
       // The URL batch is accepted (202) and answered with its job; fetching happens later.
       expect(JSON.parse(stdout)).toMatchObject({ status: 'queued', progress: { total: 1 } });
     } finally {
+      // SIGTERM is a graceful stop: the process closes its queue and database and exits 0.
+      const exited = new Promise<number | null>((r) => server.once('exit', (code) => r(code)));
       server.kill('SIGTERM');
-      await new Promise((r) => server.once('exit', r));
+      expect(await exited).toBe(0);
     }
   });
 });

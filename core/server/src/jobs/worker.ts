@@ -12,6 +12,7 @@ import {
   openQueue,
   type QueueWorker,
 } from '@compresso/runtime';
+import { exitOnSignals } from '../signals.ts';
 import { BATCH_ITEM_JOB, type BatchItemJob, batchHandlers, itemJobId } from './batch.ts';
 
 export interface BatchWorkerDeps {
@@ -141,19 +142,6 @@ export async function startWorker(options: StartWorkerOptions = {}): Promise<Run
     })();
     return closing;
   };
-  if (options.handleSignals !== false) {
-    const onSignal = (signal: NodeJS.Signals) => {
-      logger.info({ signal }, 'signal received');
-      close().then(
-        () => process.exit(0),
-        (err) => {
-          logger.error({ err }, 'worker shutdown failed');
-          process.exit(1);
-        },
-      );
-    };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-  }
+  if (options.handleSignals !== false) exitOnSignals(logger, close, 'worker');
   return { config, queue, worker, close };
 }
