@@ -51,85 +51,129 @@ export interface BatchWorkerDeps {
  * - the item's end is one conditional UPDATE (`… WHERE status = 'queued'`), so of two runs finishing
  *   the same item exactly one records it, and only that one could give quota back.
  * An image the engine refuses (a 4xx: corrupt, too large) fails the item at once — running it again
- * cannot help. Anything else (the database, the blob store, a bug) is thrown for the queue to retry
- * with backoff; the last attempt records the item as failed and gives its request back to the quota.
+ * cannot help. An outage of the database or the blob store (SERVICE_UNAVAILABLE: a restart, a
+ * failover) is waited out without spending attempts, see `OUTAGE_WAIT_MS`. Anything else (a bug, a
+ * fetch that failed on our side) is thrown for the queue to retry with backoff; the last attempt
+ * records the item as failed and gives its request back to the quota.
  */
 export function batchHandlers(deps: BatchWorkerDeps): JobHandlers {
   const { db, blobs, engine, logger, fetchLimits, attempts } = deps;
-  return {
-    [BATCH_ITEM_JOB]: async (job: JobContext<BatchItemJob>) => {
-      const { batchId, index } = job.data;
-      const [batch, item] = await Promise.all([db.findBatch(batchId), db.findBatchItem(batchId, index)]);
-      if (!batch || !item) throw new Error(`batch item ${batchId}/${index} is not in the database`);
-      if (item.status !== 'queued') return { skipped: item.status };
-      logger.debug({ batch_id: batchId, index, attempt: job.attempt }, 'batch item started');
-      let inputSize: number | null = null;
-      try {
-        let input: Uint8Array;
-        const stored = await blobs.get(inputKey(batchId, index));
-        if (stored) input = stored.bytes;
-        else if (item.sourceUrl) {
-          input = (await fetchUrl(item.sourceUrl, fetchLimits, `urls[${index}]`)).bytes;
-          // Kept, so a retry after a later failure does not fetch again.
-          await blobs.put(inputKey(batchId, index), input);
-        } else
-          throw new Error(`the original of batch item ${batchId}/${index} is missing from the blob store`);
-        inputSize = input.length;
-        const output = await engine.optimize(input, JSON.parse(batch.options));
-        await blobs.put(outputKey(batchId, index), output.data, {
-          contentType: MIME_TYPES[output.info.output_format],
-        });
+  const runItem = async (job: JobContext<BatchItemJob>) => {
+    const { batchId, index } = job.data;
+    const [batch, item] = await Promise.all([db.findBatch(batchId), db.findBatchItem(batchId, index)]);
+    if (!batch || !item) throw new Error(`batch item ${batchId}/${index} is not in the database`);
+    if (item.status !== 'queued') return { skipped: item.status };
+    logger.debug({ batch_id: batchId, index, attempt: job.attempt }, 'batch item started');
+    let inputSize: number | null = null;
+    try {
+      let input: Uint8Array;
+      const stored = await blobs.get(inputKey(batchId, index));
+      if (stored) input = stored.bytes;
+      else if (item.sourceUrl) {
+        input = (await fetchUrl(item.sourceUrl, fetchLimits, `urls[${index}]`)).bytes;
+        // Kept, so a retry after a later failure does not fetch again.
+        await blobs.put(inputKey(batchId, index), input);
+      } else throw new Error(`the original of batch item ${batchId}/${index} is missing from the blob store`);
+      inputSize = input.length;
+      const output = await engine.optimize(input, JSON.parse(batch.options));
+      await blobs.put(outputKey(batchId, index), output.data, {
+        contentType: MIME_TYPES[output.info.output_format],
+      });
+      const recorded = await db.finishBatchItem(
+        batchId,
+        index,
+        {
+          status: 'done',
+          inputSize: output.info.input_size,
+          outputSize: output.info.output_size,
+          result: JSON.stringify(output.info),
+        },
+        new Date().toISOString(),
+      );
+      // One line per item, like one per request; `recorded: false` is a second run that lost the race.
+      logger.info(
+        { batch_id: batchId, index, attempt: job.attempt, recorded, output_size: output.info.output_size },
+        'batch item done',
+      );
+      return { done: recorded };
+    } catch (error) {
+      if (isCompressoError(error) && error.status < 500) {
+        const recorded = await db.finishBatchItem(
+          batchId,
+          index,
+          { status: 'failed', errorCode: error.code, errorMessage: error.message, inputSize },
+          new Date().toISOString(),
+        );
+        logger.info(
+          { batch_id: batchId, index, attempt: job.attempt, recorded, code: error.code },
+          'batch item failed',
+        );
+        return { failed: error.code };
+      }
+      if (job.attempt >= attempts && !job.signal.aborted && !isOutage(error)) {
+        logger.error({ err: error, batch_id: batchId, index }, 'batch item failed for good');
         const recorded = await db.finishBatchItem(
           batchId,
           index,
           {
-            status: 'done',
-            inputSize: output.info.input_size,
-            outputSize: output.info.output_size,
-            result: JSON.stringify(output.info),
+            status: 'failed',
+            errorCode: 'INTERNAL_ERROR',
+            errorMessage:
+              'The item could not be processed because of a fault on our side; it was not counted.',
+            inputSize,
           },
           new Date().toISOString(),
         );
-        // One line per item, like one per request; `recorded: false` is a second run that lost the race.
-        logger.info(
-          { batch_id: batchId, index, attempt: job.attempt, recorded, output_size: output.info.output_size },
-          'batch item done',
-        );
-        return { done: recorded };
-      } catch (error) {
-        if (isCompressoError(error) && error.status < 500) {
-          const recorded = await db.finishBatchItem(
-            batchId,
-            index,
-            { status: 'failed', errorCode: error.code, errorMessage: error.message, inputSize },
-            new Date().toISOString(),
-          );
-          logger.info(
-            { batch_id: batchId, index, attempt: job.attempt, recorded, code: error.code },
-            'batch item failed',
-          );
-          return { failed: error.code };
-        }
-        if (job.attempt >= attempts && !job.signal.aborted) {
-          logger.error({ err: error, batch_id: batchId, index }, 'batch item failed for good');
-          const recorded = await db.finishBatchItem(
-            batchId,
-            index,
+        if (recorded) await db.refundQuota(batch.accountId, batch.quotaDay);
+      }
+      throw error;
+    }
+  };
+  return {
+    [BATCH_ITEM_JOB]: async (job: JobContext<BatchItemJob>) => {
+      // The queue's attempts (3, with backoff from 1 s) are spent within seconds when every run fails
+      // at once on a database that is restarting; the job would land in the dead letter with its item
+      // still `queued` in the database, where nothing would ever finish it. So an outage is waited out
+      // here, holding the job, until the database or blob store answers again or the worker closes
+      // (then the job goes back to the queue, as any job does at shutdown). Running the item again from
+      // the top is safe: every step is idempotent (see above).
+      for (let wait = OUTAGE_WAIT_MS.first; ; wait = Math.min(wait * 2, OUTAGE_WAIT_MS.max)) {
+        try {
+          return await runItem(job);
+        } catch (error) {
+          if (!isOutage(error) || job.signal.aborted) throw error;
+          logger.warn(
             {
-              status: 'failed',
-              errorCode: 'INTERNAL_ERROR',
-              errorMessage:
-                'The item could not be processed because of a fault on our side; it was not counted.',
-              inputSize,
+              batch_id: job.data.batchId,
+              index: job.data.index,
+              error: (error as Error).message,
+              retry_in_ms: wait,
             },
-            new Date().toISOString(),
+            'batch item waiting for the database or blob store',
           );
-          if (recorded) await db.refundQuota(batch.accountId, batch.quotaDay);
+          await abortableSleep(wait, job.signal);
+          if (job.signal.aborted) throw error;
         }
-        throw error;
       }
     },
   };
+}
+
+/** Between tries while the database or blob store is down: from half a second, doubling, at most 10 s. */
+const OUTAGE_WAIT_MS = { first: 500, max: 10_000 };
+
+const isOutage = (error: unknown) => isCompressoError(error) && error.code === 'SERVICE_UNAVAILABLE';
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 function itemView(batchId: string, item: BatchItemRecord) {

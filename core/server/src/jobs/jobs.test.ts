@@ -10,6 +10,7 @@ import {
   type QueueWorker,
   quotaDay,
 } from '@compresso/runtime';
+import { CompressoError } from '@compresso/schema';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, proAccount, startTestServer, type TestServer, tempDir } from '../test-helpers.ts';
@@ -440,6 +441,71 @@ describe('the worker side', () => {
       expect(await handler(context(2))).toEqual({ skipped: 'done' });
       const item = await h.srv.db.findBatchItem(id, 0);
       expect(item?.status).toBe('done');
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('an outage of the blob store is waited out without spending the last attempt; closing ends the wait', async () => {
+    const h = await harness({}, false);
+    try {
+      const { key, accountId } = await proAccount(h.srv.db, 'outage@example.com');
+      const res = await fetch(`${h.srv.url}/api/v1/jobs`, {
+        method: 'POST',
+        headers: bearer(key),
+        body: batchForm(images.slice(0, 2)),
+      });
+      const { id } = (await res.json()) as JobView;
+      // The real store behind a switch: while `down`, writes fail as an unreachable S3 endpoint does.
+      let down = true;
+      let refused = 0;
+      const flaky: BlobStore = {
+        ...h.blobs,
+        put: async (...args: Parameters<BlobStore['put']>) => {
+          if (down) {
+            refused++;
+            throw new CompressoError('SERVICE_UNAVAILABLE', 'The blob store is unavailable.');
+          }
+          return h.blobs.put(...args);
+        },
+      };
+      const handler = batchHandlers({
+        db: h.srv.db,
+        blobs: flaky,
+        engine: h.srv.engine,
+        logger: h.srv.logger,
+        attempts: 1,
+        fetchLimits: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1 << 20 },
+      })[BATCH_ITEM_JOB]!;
+      const context = (index: number, signal = new AbortController().signal) => ({
+        id: `${id}-${index}`,
+        name: BATCH_ITEM_JOB,
+        data: { batchId: id, index },
+        attempt: 1,
+        signal,
+        updateProgress: async () => {},
+      });
+      // The only attempt meets the outage: it waits, and finishes once the store is back.
+      const first = handler(context(0));
+      await new Promise((r) => setTimeout(r, 200));
+      expect(refused).toBe(1);
+      down = false;
+      expect(await first).toEqual({ done: true });
+      expect((await h.srv.db.findBatchItem(id, 0))?.status).toBe('done');
+
+      // A worker closing during an outage aborts the wait: the job goes back to the queue and the
+      // item stays queued for the next worker, neither failed nor given back to the quota.
+      down = true;
+      const closing = new AbortController();
+      const second = handler(context(1, closing.signal)).then(
+        () => 'resolved',
+        (error: unknown) => (error as CompressoError).code,
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      closing.abort();
+      expect(await second).toBe('SERVICE_UNAVAILABLE');
+      expect((await h.srv.db.findBatchItem(id, 1))?.status).toBe('queued');
+      expect(await h.srv.db.usageOn(accountId, quotaDay())).toBe(2);
     } finally {
       await h.close();
     }
