@@ -1,5 +1,7 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 /** Real `compresso` processes for the scale-out suites and the bench: node core/cli/src/bin.ts … */
@@ -129,12 +131,86 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** A redis-server of our own (no persistence) on a free port: one the test may stop and start. */
-export async function privateRedis(port?: number) {
+/**
+ * A PostgreSQL server of our own (a fresh cluster in a temporary directory, on a free port): one the
+ * test may stop and start like an operator restarting it, which the machine's shared server (other
+ * suites run on it) must never be. Its binaries are the installed server's (`pg_config --bindir`;
+ * CI installs the `postgresql` package). PostgreSQL refuses to run as root, so as root it runs as the
+ * `postgres` user the package creates.
+ */
+export async function privatePostgres() {
+  const bindir = (() => {
+    const fromConfig = spawnSync('pg_config', ['--bindir'], { encoding: 'utf8' }).stdout?.trim();
+    if (fromConfig && existsSync(join(fromConfig, 'initdb'))) return fromConfig;
+    const versions = existsSync('/usr/lib/postgresql')
+      ? readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a))
+      : [];
+    const found = versions
+      .map((v) => `/usr/lib/postgresql/${v}/bin`)
+      .find((d) => existsSync(join(d, 'initdb')));
+    if (!found)
+      throw new Error('PostgreSQL server binaries (initdb, pg_ctl) not found: apt-get install -y postgresql');
+    return found;
+  })();
+  const root = process.getuid?.() === 0;
+  const dir = mkdtempSync(join(tmpdir(), 'compresso-pg-'));
+  if (root) {
+    const uid = Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout);
+    const gid = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout);
+    chownSync(dir, uid, gid);
+  }
+  const pgRun = (tool: string, args: string[]) => {
+    const command = root ? 'runuser' : join(bindir, tool);
+    const argv = root ? ['-u', 'postgres', '--', join(bindir, tool), ...args] : args;
+    const result = spawnSync(command, argv, { encoding: 'utf8', timeout: 60_000 });
+    if (result.status !== 0)
+      throw new Error(`${tool} ${args.join(' ')} failed: ${result.stderr || result.stdout || result.error}`);
+  };
+  const data = join(dir, 'data');
+  // No fsync: a throwaway cluster for one test, which only ever stops cleanly (fast shutdown).
+  pgRun('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8']);
+  const port = await freePort();
+  const start = () =>
+    pgRun('pg_ctl', [
+      '-D',
+      data,
+      '-l',
+      join(dir, 'server.log'),
+      '-w',
+      '-o',
+      `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off`,
+      'start',
+    ]);
+  start();
+  return {
+    port,
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    /** What `systemctl stop postgresql` does: fast shutdown, every connection cut, new ones refused. */
+    stop: () => pgRun('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']),
+    start,
+    /** Stop it (if running) and remove its files. */
+    remove() {
+      try {
+        pgRun('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      } catch {
+        // Already stopped.
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A redis-server of our own on a free port: one the test may stop and start. Without `dir` it keeps
+ * nothing; with it, it keeps an append-only file there, as docker-compose.yml's Redis does, so jobs
+ * outlive a restart on the same `dir`.
+ */
+export async function privateRedis(port?: number, dir?: string) {
   const p = port ?? (await freePort());
+  const persistence = dir ? ['--appendonly', 'yes', '--dir', dir] : ['--appendonly', 'no'];
   const child = spawn(
     'redis-server',
-    ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    ['--port', String(p), '--bind', '127.0.0.1', '--save', '', ...persistence],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
     },

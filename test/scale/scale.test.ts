@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -15,15 +15,16 @@ import { postgresDatabase } from '@compresso/runtime/postgres';
 import pg from 'pg';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Proc, privateRedis, repo, startServe, startWorkerProc } from './processes.ts';
+import { type Proc, privatePostgres, privateRedis, repo, startServe, startWorkerProc } from './processes.ts';
 
 /**
  * The scaled-out setup as an operator runs it: two `compresso serve` and two `compresso worker`
  * processes (real child processes) on one PostgreSQL database and one Redis — the machine's own
  * (127.0.0.1:5432 and :6379, as in CI). Each run gets a database and a Redis key prefix of its own,
- * removed at the end. Restarting Redis is tested on a private redis-server this suite starts; the
- * shared PostgreSQL is never restarted — its backends serving this run's database are terminated
- * instead, which is what a restart does to the processes' connections.
+ * removed at the end. Restarting Redis and PostgreSQL is tested on a private redis-server and a
+ * private PostgreSQL cluster this suite starts; the shared PostgreSQL is never restarted — under the
+ * two-and-two setup its backends serving this run's database are terminated instead, which is what a
+ * restart does to the processes' open connections.
  */
 const ADMIN_URL = process.env.COMPRESSO_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_URL = process.env.COMPRESSO_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -69,12 +70,12 @@ const procs: Proc[] = [];
 let apis: { proc: Proc; url: string }[] = [];
 let workers: Proc[] = [];
 
-async function proKey(email: string): Promise<{ key: string; accountId: string }> {
-  const account = await createAccount(db, email);
+async function proKey(email: string, on: Database = db): Promise<{ key: string; accountId: string }> {
+  const account = await createAccount(on, email);
   const code = `P${randomBytes(5).toString('hex').toUpperCase()}`;
-  await createPromoCode(db, { code, plan: 'pro', uses: 1 });
-  await applyPromo(db, email, code);
-  const { secret } = await createApiKey(db, account.id, 'scale');
+  await createPromoCode(on, { code, plan: 'pro', uses: 1 });
+  await applyPromo(on, email, code);
+  const { secret } = await createApiKey(on, account.id, 'scale');
   return { key: secret, accountId: account.id };
 }
 
@@ -107,8 +108,8 @@ afterAll(async () => {
   await db?.close();
   await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
   await admin.end();
-  // This run's keys only, never the rest of the shared Redis.
-  const keys = spawnSync('redis-cli', ['-u', REDIS_URL, '--scan', '--pattern', `${prefix}:*`], {
+  // This run's keys only (its prefixes all start with `prefix`), never the rest of the shared Redis.
+  const keys = spawnSync('redis-cli', ['-u', REDIS_URL, '--scan', '--pattern', `${prefix}*:*`], {
     encoding: 'utf8',
   })
     .stdout.split('\n')
@@ -322,8 +323,11 @@ describe('two API processes and two workers on PostgreSQL and Redis', () => {
 });
 
 describe('Redis stopped and started again under an API process and a worker', () => {
-  it('submissions fail fast with 503 while it is down, the rest keeps working, and jobs run again once it is back', async () => {
-    const redis = await privateRedis();
+  it('submissions fail fast with 503 while it is down, the rest keeps working, and the batch it cut off and new jobs complete once it is back', async () => {
+    // Kept on disk like docker-compose.yml's Redis (append-only file), so its jobs outlive the restart.
+    const redisDir = join(work, 'redis');
+    mkdirSync(redisDir, { recursive: true });
+    const redis = await privateRedis(undefined, redisDir);
     const env = envFor({ REDIS_URL: redis.url, COMPRESSO_QUEUE_PREFIX: `${prefix}r` });
     const api = await startServe('api-r', { ...env, LOG_LEVEL: 'warn' });
     const worker = await startWorkerProc('worker-r', env);
@@ -335,9 +339,20 @@ describe('Redis stopped and started again under an API process and a worker', ()
         .resize(64)
         .png()
         .toBuffer();
-      const submit = async (n: number) => {
+      // Slower items (AVIF of a 256-px photo) for the batch the outage cuts off.
+      const photo = await sharp(join(repo, '../shared/corpus', 'photo-skimage-chelsea.png'))
+        .resize(256, 256, { fit: 'inside' })
+        .jpeg({ quality: 92 })
+        .toBuffer();
+      const submit = async (n: number, slow = false) => {
         const body = new FormData();
-        for (let i = 0; i < n; i++) body.append('file', new Blob([new Uint8Array(image)]), `i${i}.png`);
+        if (slow) body.append('output_format', 'avif');
+        for (let i = 0; i < n; i++)
+          body.append(
+            'file',
+            new Blob([new Uint8Array(slow ? photo : image)]),
+            `i${i}.${slow ? 'jpg' : 'png'}`,
+          );
         const started = Date.now();
         const res = await fetch(`${api.url}/api/v1/jobs`, { method: 'POST', headers: bearer(key), body });
         return {
@@ -347,13 +362,14 @@ describe('Redis stopped and started again under an API process and a worker', ()
         };
       };
       const finished = async (id: string) => {
-        const deadline = Date.now() + 30_000;
+        const deadline = Date.now() + 45_000;
         for (;;) {
           const v = (await (
             await fetch(`${api.url}/api/v1/jobs/${id}`, { headers: bearer(key) })
           ).json()) as {
             status: string;
-            progress: { done: number };
+            progress: { done: number; failed: number };
+            items: { index: number }[];
           };
           if (v.status === 'completed') return v;
           if (Date.now() > deadline) throw new Error(`job ${id} not completed`);
@@ -364,6 +380,27 @@ describe('Redis stopped and started again under an API process and a worker', ()
       expect(first.status).toBe(202);
       expect((await finished(first.body.id!)).progress.done).toBe(3);
 
+      // Under load: a batch running, the worker holding an item, when Redis goes away.
+      const loadTotal = 24;
+      const load = await submit(loadTotal, true);
+      expect(load.status).toBe(202);
+      const loadId = load.body.id!;
+      const itemLines = (msg: string) =>
+        worker.logs.filter((l) => l.msg === msg && l.batch_id === loadId) as {
+          index: number;
+          recorded?: boolean;
+        }[];
+      let inFlight: number[] = [];
+      const cutDeadline = Date.now() + 30_000;
+      while (Date.now() < cutDeadline) {
+        const done = new Set(itemLines('batch item done').map((l) => l.index));
+        inFlight = itemLines('batch item started')
+          .map((l) => l.index)
+          .filter((i) => !done.has(i));
+        if (done.size >= 2 && inFlight.length) break;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      expect(inFlight.length).toBeGreaterThan(0);
       await redis.stop();
       const used = await db.usageOn(accountId, quotaDay());
       const down = await submit(3);
@@ -386,7 +423,7 @@ describe('Redis stopped and started again under an API process and a worker', ()
       expect(api.proc.alive()).toBe(true);
       expect(worker.alive()).toBe(true);
 
-      redisUp = await privateRedis(redis.port);
+      redisUp = await privateRedis(redis.port, redisDir);
       let again = await submit(2);
       const deadline = Date.now() + 15_000;
       while (again.status === 503 && Date.now() < deadline) {
@@ -394,12 +431,141 @@ describe('Redis stopped and started again under an API process and a worker', ()
         again = await submit(2);
       }
       expect(again.status).toBe(202);
-      // The worker reconnected by itself and takes the new jobs.
+      // The worker reconnected by itself and takes the new jobs …
       expect((await finished(again.body.id!)).progress.done).toBe(2);
+      // … and the batch the outage cut off completes: every item once, none lost with the connection.
+      const cut = await finished(loadId);
+      expect(cut.progress).toMatchObject({ done: loadTotal, failed: 0 });
+      expect(cut.items.map((i) => i.index)).toEqual(Array.from({ length: loadTotal }, (_, i) => i));
+      const recorded = itemLines('batch item done')
+        .filter((l) => l.recorded)
+        .map((l) => l.index);
+      expect(new Set(recorded).size).toBe(recorded.length);
+      expect(recorded.length).toBe(loadTotal);
       expect(worker.alive()).toBe(true);
     } finally {
       await Promise.all([api.proc.stop(), worker.stop()]);
       await redisUp.stop();
+    }
+  }, 120_000);
+});
+
+describe('PostgreSQL stopped and started again under an API process and a worker running a batch', () => {
+  it('requests answer 503 while it is down, the batch waits it out and completes with every item once', async () => {
+    const pgs = await privatePostgres();
+    const env = envFor({ DATABASE_URL: pgs.url, COMPRESSO_QUEUE_PREFIX: `${prefix}p` });
+    let privateDb: Database | undefined;
+    const procsHere: Proc[] = [];
+    try {
+      const api = await startServe('api-p', { ...env, LOG_LEVEL: 'warn' });
+      procsHere.push(api.proc);
+      procs.push(api.proc);
+      const worker = await startWorkerProc('worker-p', env, ['--concurrency', '2']);
+      procsHere.push(worker);
+      procs.push(worker);
+      privateDb = postgresDatabase({ url: pgs.url, poolSize: 2 });
+      const { key, accountId } = await proKey('pg-restart@example.com', privateDb);
+
+      const source = await sharp(join(repo, '../shared/corpus', 'photo-skimage-chelsea.png'))
+        .resize(256, 256, { fit: 'inside' })
+        .jpeg({ quality: 92 })
+        .toBuffer();
+      const total = 30;
+      const body = new FormData();
+      body.append('output_format', 'avif');
+      for (let i = 0; i < total; i++) body.append('file', new Blob([new Uint8Array(source)]), `p-${i}.jpg`);
+      const submitted = await fetch(`${api.url}/api/v1/jobs`, { method: 'POST', headers: bearer(key), body });
+      expect(submitted.status).toBe(202);
+      const { id } = (await submitted.json()) as { id: string };
+      type View = { status: string; progress: { done: number; failed: number }; items: { index: number }[] };
+      const view = async () =>
+        (await (await fetch(`${api.url}/api/v1/jobs/${id}`, { headers: bearer(key) })).json()) as View;
+      const itemLines = (msg: string) =>
+        worker.logs.filter((l) => l.msg === msg && l.batch_id === id) as {
+          index: number;
+          recorded?: boolean;
+        }[];
+
+      // Stop it once a few items are done and the worker holds one in flight: a restart under load.
+      const deadline = Date.now() + 60_000;
+      while ((await view()).progress.done < 3) {
+        if (Date.now() > deadline) throw new Error('the batch did not progress');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      let inFlight: number[] = [];
+      while (!inFlight.length && Date.now() < deadline) {
+        const done = new Set(itemLines('batch item done').map((l) => l.index));
+        inFlight = itemLines('batch item started')
+          .map((l) => l.index)
+          .filter((i) => !done.has(i));
+        if (!inFlight.length) await new Promise((r) => setTimeout(r, 5));
+      }
+      expect(inFlight.length).toBeGreaterThan(0);
+      pgs.stop();
+
+      // Down for 3 s: far longer than the 3 attempts' backoff (0.2 s, then 0.4 s) this setup gives a
+      // job, so an outage that spent attempts would put every remaining item in the dead letter.
+      const statuses: number[] = [];
+      const messages = new Set<string>();
+      const downUntil = Date.now() + 3000;
+      while (Date.now() < downUntil) {
+        const answers = await Promise.all([
+          fetch(`${api.url}/api/v1/jobs/${id}`, { headers: bearer(key) }),
+          fetch(`${api.url}/api/v1/usage`, { headers: bearer(key) }),
+          fetch(`${api.url}/api/v1/jobs`, {
+            method: 'POST',
+            headers: bearer(key),
+            body: (() => {
+              const f = new FormData();
+              f.append('file', new Blob([new Uint8Array(source)]), 'down.jpg');
+              return f;
+            })(),
+          }),
+          fetch(`${api.url}/readyz`),
+        ]);
+        for (const res of answers) {
+          statuses.push(res.status);
+          const json = (await res.json()) as { error?: { code: string; message: string } };
+          if (json.error) messages.add(`${json.error.code}: ${json.error.message}`);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(statuses.length).toBeGreaterThan(8);
+      expect(new Set(statuses)).toEqual(new Set([503]));
+      expect([...messages].every((m) => m.startsWith('SERVICE_UNAVAILABLE: The database'))).toBe(true);
+      expect(api.proc.alive()).toBe(true);
+      expect(worker.alive()).toBe(true);
+
+      pgs.start();
+      let final: View;
+      for (;;) {
+        final = await view().catch(() => ({ status: 'unreachable' }) as View);
+        if (final.status === 'completed') break;
+        if (Date.now() > deadline) throw new Error(`not completed: ${JSON.stringify(final.progress)}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(final.progress).toMatchObject({ done: total, failed: 0 });
+      expect(final.items.map((i) => i.index)).toEqual(Array.from({ length: total }, (_, i) => i));
+      // No item recorded twice. A commit the shutdown cut off before its answer reached the worker
+      // leaves an item done without its line (the next run finds it done and skips it): only the
+      // items in flight at the stop may lack one.
+      const recorded = itemLines('batch item done')
+        .filter((l) => l.recorded)
+        .map((l) => l.index);
+      expect(new Set(recorded).size).toBe(recorded.length);
+      expect(recorded.length).toBeGreaterThanOrEqual(total - inFlight.length);
+      // Nothing in the dead letter: the outage spent no job's attempts.
+      const metrics = await (await fetch(`${api.url}/metrics`, { headers: bearer(METRICS_TOKEN) })).text();
+      expect(metrics).toMatch(/compresso_queue_jobs\{queue="[^"]+",state="failed"\} 0\n/);
+      // The 30 items counted once; the refused submissions not at all.
+      expect(await privateDb.usageOn(accountId, quotaDay())).toBe(total);
+      expect((await fetch(`${api.url}/readyz`)).status).toBe(200);
+      expect(api.proc.alive()).toBe(true);
+      expect(worker.alive()).toBe(true);
+    } finally {
+      await Promise.all(procsHere.map((p) => p.stop()));
+      await privateDb?.close();
+      pgs.remove();
     }
   }, 120_000);
 });
