@@ -35,6 +35,8 @@ export interface EngineStats {
   active: number;
   waiting: number;
   concurrency: number;
+  /** libvips threads per image (sharp.concurrency(), process-wide): 1 or the cores, see threadsPerImage. */
+  threadsPerImage: number;
 }
 
 export interface Engine {
@@ -70,7 +72,12 @@ export function createEngine(config: EngineConfig = {}): Engine {
       return gate.run(() => inspectImage(input, limits));
     },
     stats() {
-      return { active: gate.active, waiting: gate.waiting, concurrency: gate.limit };
+      return {
+        active: gate.active,
+        waiting: gate.waiting,
+        concurrency: gate.limit,
+        threadsPerImage: sharp.concurrency(),
+      };
     },
     async close() {
       // Taking every slot means every image already admitted has finished.

@@ -109,11 +109,21 @@ describe('concurrency', () => {
     const jobs = [0, 1, 2].map(() => one.optimize(input, { output_format: 'webp' }));
     // The gate is taken synchronously on call: one runs, two wait.
     seen.push(one.stats());
-    expect(one.stats()).toEqual({ active: 1, waiting: 2, concurrency: 1 });
+    expect(one.stats()).toEqual({
+      active: 1,
+      waiting: 2,
+      concurrency: 1,
+      threadsPerImage: sharp.concurrency(),
+    });
     const timer = setInterval(() => seen.push(one.stats()), 1);
     await Promise.all(jobs);
     clearInterval(timer);
-    expect(one.stats()).toEqual({ active: 0, waiting: 0, concurrency: 1 });
+    expect(one.stats()).toEqual({
+      active: 0,
+      waiting: 0,
+      concurrency: 1,
+      threadsPerImage: sharp.concurrency(),
+    });
     expect(Math.max(...seen.map((s) => s.active))).toBe(1);
     expect(Math.max(...seen.map((s) => s.waiting))).toBeGreaterThanOrEqual(1);
   });

@@ -1,5 +1,6 @@
 import { createEngine } from '@compresso/engine';
 import { inlineQueue } from '@compresso/runtime';
+import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMetrics } from './metrics.ts';
 import { bearer, form, proAccount, smallJpeg, startTestServer, type TestServer } from './test-helpers.ts';
@@ -119,6 +120,7 @@ describe('GET /metrics', () => {
     );
 
     expect(sample(text, 'compresso_engine_concurrency')).toBe(2);
+    expect(sample(text, 'compresso_sharp_threads_per_image')).toBe(sharp.concurrency());
     expect(sample(text, 'compresso_engine_images', { state: 'active' })).toBe(0);
     expect(sample(text, 'compresso_engine_images', { state: 'waiting' })).toBe(0);
     expect(sample(text, 'compresso_heic_decoder_images', { state: 'running' })).toBe(0);

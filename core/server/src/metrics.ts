@@ -90,6 +90,14 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     },
   });
   new Gauge({
+    name: 'compresso_sharp_threads_per_image',
+    help: 'libvips threads per image (sharp.concurrency()): 1 on glibc unless MALLOC_ARENA_MAX is set, else the cores.',
+    registers: [registry],
+    collect() {
+      this.set(engine.stats().threadsPerImage);
+    },
+  });
+  new Gauge({
     name: 'compresso_heic_decoder_images',
     help: 'HEIC images in the decoder worker threads: state="running" or "waiting" for a thread.',
     labelNames: ['state'],
