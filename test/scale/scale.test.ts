@@ -322,6 +322,44 @@ describe('two API processes and two workers on PostgreSQL and Redis', () => {
   }, 60_000);
 });
 
+describe('compresso serve --workers N on PostgreSQL and Redis', () => {
+  it('one process answers the API and runs the batch items itself, then stops cleanly on SIGTERM', async () => {
+    // A queue prefix of its own, so the two `compresso worker` processes above cannot take these jobs.
+    const { proc, url } = await startServe('api-w', envFor({ COMPRESSO_QUEUE_PREFIX: `${prefix}w` }), [
+      '--workers',
+      '2',
+    ]);
+    procs.push(proc);
+    const listening = await proc.waitFor(
+      (l) => typeof l === 'object' && l.msg === 'compresso server listening',
+    );
+    expect(listening).toMatchObject({ queue: 'bullmq', database: 'postgres', workers: 2 });
+    const { key } = await proKey('serve-workers@example.com');
+    const image = await sharp(join(repo, '../shared/corpus', 'photo-skimage-rocket.jpg'))
+      .resize(128)
+      .jpeg()
+      .toBuffer();
+    const body = new FormData();
+    body.append('output_format', 'webp');
+    for (let i = 0; i < 6; i++) body.append('file', new Blob([new Uint8Array(image)]), `w-${i}.jpg`);
+    const submitted = await fetch(`${url}/api/v1/jobs`, { method: 'POST', headers: bearer(key), body });
+    expect(submitted.status).toBe(202);
+    const { id } = (await submitted.json()) as { id: string };
+    const deadline = Date.now() + 30_000;
+    let view: { status: string; progress: { done: number } };
+    for (;;) {
+      view = await (await fetch(`${url}/api/v1/jobs/${id}`, { headers: bearer(key) })).json();
+      if (view.status === 'completed' || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(view.progress.done).toBe(6);
+    // Done here, by this process's own workers.
+    const done = proc.logs.filter((l) => l.msg === 'batch item done' && l.batch_id === id && l.recorded);
+    expect(done).toHaveLength(6);
+    expect(await proc.stop()).toEqual({ code: 0, signal: null });
+  }, 60_000);
+});
+
 describe('Redis stopped and started again under an API process and a worker', () => {
   it('submissions fail fast with 503 while it is down, the rest keeps working, and the batch it cut off and new jobs complete once it is back', async () => {
     // Kept on disk like docker-compose.yml's Redis (append-only file), so its jobs outlive the restart.
