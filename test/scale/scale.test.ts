@@ -215,6 +215,23 @@ describe('two API processes and two workers on PostgreSQL and Redis', () => {
     expect(await victim.exited).toMatchObject({ signal: 'SIGKILL' });
     expect(inFlight.length).toBeGreaterThan(0);
 
+    // Results download as they finish: while the batch still runs, a done item comes back whole and
+    // an unfinished one is a 409 that says to poll.
+    const running = await view(0);
+    expect(running.status).toBe('running');
+    const ready = running.items.find((i) => i.status === 'done')!;
+    const early = await fetch(`${apis[1]!.url}${ready.download_url}`, { headers: bearer(key) });
+    expect(early.status).toBe(200);
+    expect((await early.arrayBuffer()).byteLength).toBe(ready.output_size);
+    const pending = running.items.find((i) => i.status === 'queued')!;
+    const notYet = await fetch(`${apis[1]!.url}/api/v1/jobs/${id}/items/${pending.index}`, {
+      headers: bearer(key),
+    });
+    expect(notYet.status).toBe(409);
+    expect(((await notYet.json()) as { error: { details: { status: string } } }).error.details.status).toBe(
+      'queued',
+    );
+
     let final: View;
     for (;;) {
       final = await view(0);
