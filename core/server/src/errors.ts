@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { Logger } from '@compresso/runtime';
 import { CompressoError, isCompressoError } from '@compresso/schema';
 import type { ErrorRequestHandler, Request, Response } from 'express';
@@ -43,6 +44,15 @@ export function sendError(res: Response, req: Request, error: CompressoError): v
 export function closeAfterResponse(req: Request, res: Response): void {
   if (req.complete) return;
   res.setHeader('Connection', 'close');
+  // Node ends a `Connection: close` answer with socket.destroySoon(): FIN, then destroy() as soon as
+  // the answer is written. The client is often still sending its upload; a socket destroyed with
+  // unread bytes makes the kernel answer them with RST, and a client that had not read our answer yet
+  // loses it (EPIPE/ECONNRESET in place of 401, 413 or 429 — and a retry of a refused request, the
+  // daily quota's included). So close as HTTP servers do (a lingering close): FIN after the answer,
+  // keep reading and dropping what still arrives until the client closes, for the time bounded below.
+  req.socket.destroySoon = function lingeringClose(this: Socket) {
+    this.end();
+  };
   res.on('finish', () => {
     const timer = setTimeout(() => req.socket.destroy(), 2000);
     timer.unref();
