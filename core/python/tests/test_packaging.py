@@ -1,11 +1,14 @@
 """What `pip install ./core/python` ships: metadata that agrees with the code, the typing marker, and
-sources that parse on the oldest Python the metadata promises."""
+sources that parse on the oldest Python the metadata promises and import only the standard library."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 import re
+import sysconfig
 import unittest
+from pathlib import Path
 
 from _support import PACKAGE
 
@@ -30,6 +33,34 @@ class PackagingTests(unittest.TestCase):
         for path in SOURCES:
             with self.subTest(file=path.name):
                 ast.parse(path.read_text(encoding="utf-8"), filename=str(path), feature_version=(3, 8))
+
+    def test_sources_import_only_the_standard_library(self) -> None:
+        # `dependencies = []` promises nothing is installed with the client; this checks the code keeps
+        # the promise: a third-party import would pass here whenever the machine happens to have it.
+        stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+        seen = set()
+        for path in SOURCES:
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue  # relative: the package's own modules
+                for name in names:
+                    # email.mime builds mail, not HTTP forms; _multipart.py is the encoder.
+                    self.assertFalse(name.startswith("email.mime"), f"{path.name} imports {name}")
+                    top = name.split(".")[0]
+                    seen.add(top)
+                    origin = getattr(importlib.import_module(top), "__file__", None)
+                    if origin is None:
+                        continue  # compiled into the interpreter (sys, time, …)
+                    where = Path(origin).resolve()
+                    self.assertTrue(
+                        stdlib in where.parents and "site-packages" not in where.parts,
+                        f"{path.name} imports {name}, found at {where}, outside the standard library {stdlib}",
+                    )
+        self.assertLessEqual({"urllib", "http", "json", "concurrent"}, seen)
 
     def test_typed_marker_is_shipped(self) -> None:
         self.assertTrue((PACKAGE / "src" / "compresso" / "py.typed").is_file())

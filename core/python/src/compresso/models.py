@@ -10,10 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, Mapping, Optional, Tuple, Union
 
-try:  # Python 3.8+
-    from typing import Literal
-except ImportError:  # pragma: no cover
-    from typing_extensions import Literal  # type: ignore
+from typing import Literal  # in typing since 3.8, the oldest Python pyproject.toml allows
 
 __all__ = [
     "OUTPUT_FORMATS",
