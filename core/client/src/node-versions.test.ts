@@ -1,5 +1,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -57,6 +59,25 @@ const ESM = `import { Compresso, CompressoError, AuthenticationError, BadRequest
 import * as require_fs from 'node:fs';
 ${BODY}`;
 
+// Faults, on each runtime's own transport (node:http on 16, fetch on 18 and 24): a reset and a 503 are
+// retried and then succeed, the daily quota is not retried, a silent server is a TimeoutError.
+const FAULTS = `const { Compresso } = require('@compresso/client');
+(async () => {
+  const out = {};
+  const client = new Compresso(undefined, { baseUrl: process.env.FAULTS_URL, maxRetries: 2 });
+  const recovered = await client.compress(process.env.PHOTO, { format: 'webp', quality: 70, output: false });
+  out.recovered = recovered.data.toString('base64');
+  async function failure(promise) {
+    try { await promise; return null; } catch (e) {
+      return { name: e.name, code: e.code, status: e.status, retryAfter: e.retryAfter, quotaExceeded: e.quotaExceeded };
+    }
+  }
+  out.quota = await failure(client.compress(process.env.PHOTO, { format: 'webp', quality: 70, output: false }));
+  out.silent = await failure(new Compresso(undefined, { baseUrl: process.env.FAULTS_URL, maxRetries: 0, timeout: 300 }).usage());
+  console.log(JSON.stringify(out));
+})().catch((e) => { console.error(e); process.exit(1); });
+`;
+
 let srv: TestServer;
 let key: string;
 let app: string;
@@ -66,6 +87,46 @@ function installApp(dir: string): void {
   installBuild(dir);
   writeFileSync(join(dir, 'app.cjs'), CJS);
   writeFileSync(join(dir, 'app.mjs'), ESM);
+  writeFileSync(join(dir, 'faults.cjs'), FAULTS);
+}
+
+/**
+ * In front of the real server, each request takes the next scripted step: cut the connection, never
+ * answer, answer an error in the server's contract, or ('pass') hand the request to the real server.
+ */
+type Step = 'reset' | 'hang' | 'pass' | { status: number; code: string; headers?: Record<string, string> };
+const HOP_BY_HOP = new Set(['host', 'connection', 'content-length', 'transfer-encoding']);
+let steps: Step[] = [];
+let seen: { path: string; at: number }[] = [];
+let faults: Server;
+let faultsUrl: string;
+
+function faultAnswer(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
+  const step = steps.shift() ?? 'pass';
+  seen.push({ path: req.url ?? '', at: Date.now() });
+  if (step === 'reset') {
+    req.socket.destroy();
+  } else if (step === 'pass') {
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(req.headers)) {
+      // fetch sets its own framing for the body it is given.
+      if (typeof value === 'string' && !HOP_BY_HOP.has(name)) headers.set(name, value);
+    }
+    fetch(`${srv.url}${req.url}`, {
+      method: req.method ?? 'GET',
+      headers,
+      ...(body.length ? { body } : {}),
+    }).then(
+      async (answer) => {
+        res.writeHead(answer.status, Object.fromEntries(answer.headers));
+        res.end(Buffer.from(await answer.arrayBuffer()));
+      },
+      () => req.socket.destroy(),
+    );
+  } else if (step !== 'hang') {
+    res.writeHead(step.status, { 'content-type': 'application/json', ...step.headers });
+    res.end(JSON.stringify({ error: { code: step.code, message: `fake ${step.code}`, request_id: 'fake' } }));
+  }
 }
 
 beforeAll(async () => {
@@ -73,8 +134,17 @@ beforeAll(async () => {
   ({ key } = await proAccount(srv.db, 'compat@example.com'));
   app = appDir('compat');
   installApp(app);
+  faults = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => faultAnswer(req, res, Buffer.concat(chunks)));
+  });
+  await new Promise<void>((resolve) => faults.listen(0, '127.0.0.1', resolve));
+  faultsUrl = `http://127.0.0.1:${(faults.address() as AddressInfo).port}`;
 });
 afterAll(async () => {
+  faults?.closeAllConnections();
+  await new Promise((resolve) => (faults ? faults.close(resolve) : resolve(undefined)));
   await srv?.close();
   if (app) rmSync(app, { recursive: true, force: true });
   work.cleanup();
@@ -158,6 +228,58 @@ describe.runIf(linuxX64)('the built package on Node 16, 18 and 24 (CommonJS and 
         status: 415,
       });
       expect(result['noKey']).toEqual({ name: 'AuthenticationError', code: 'MISSING_API_KEY' });
+    },
+  );
+
+  it.each(RUNTIMES.map(([major, bin]) => ({ major, bin })))(
+    'Node $major: a reset and a 503 are retried and then succeed; the daily quota is not; silence is a TimeoutError',
+    async ({ bin }) => {
+      steps = [
+        'reset',
+        { status: 503, code: 'SERVICE_UNAVAILABLE', headers: { 'retry-after': '1' } },
+        'pass',
+        {
+          status: 429,
+          code: 'QUOTA_EXCEEDED',
+          headers: { 'retry-after': '3600', 'x-should-retry': 'false' },
+        },
+        'hang',
+      ];
+      seen = [];
+      const { stdout } = await run(bin, [join(app, 'faults.cjs')], {
+        cwd: app,
+        env: { PATH: process.env['PATH'], COMPRESSO_API_KEY: key, FAULTS_URL: faultsUrl, PHOTO },
+        timeout: 60_000,
+      });
+      const result = JSON.parse(stdout.trim().split('\n').pop()!) as {
+        recovered: string;
+        quota: unknown;
+        silent: unknown;
+      };
+      // Three tries of the first compress, one of the second, one usage: nothing more was sent.
+      expect(seen.map((r) => r.path)).toEqual([
+        '/api/v1/compress',
+        '/api/v1/compress',
+        '/api/v1/compress',
+        '/api/v1/compress',
+        '/api/v1/usage',
+      ]);
+      // The 503's Retry-After: 1 was waited out before the third try.
+      expect(seen[2]!.at - seen[1]!.at).toBeGreaterThanOrEqual(950);
+      const reference = await new Compresso(key, { baseUrl: srv.url }).compress(PHOTO, {
+        format: 'webp',
+        quality: 70,
+        output: false,
+      });
+      expect(Buffer.from(result.recovered, 'base64').equals(reference.data)).toBe(true);
+      expect(result.quota).toEqual({
+        name: 'RateLimitError',
+        code: 'QUOTA_EXCEEDED',
+        status: 429,
+        retryAfter: 3600,
+        quotaExceeded: true,
+      });
+      expect(result.silent).toMatchObject({ name: 'TimeoutError', code: 'TIMEOUT' });
     },
   );
 
