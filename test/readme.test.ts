@@ -61,7 +61,7 @@ describe('the root README', () => {
 
   it('the Node snippet writes a WebP beside the photo and says what it saved', async () => {
     const { stdout } = await run(process.execPath, [join(app, 'node.mjs')], { cwd: app, env: env() });
-    const written = join(app, 'photo.compressed.webp');
+    const written = join(app, 'photo.min.webp');
     const meta = await sharp(written).metadata();
     expect(meta.format).toBe('webp');
     const original = await sharp(PHOTO).metadata();

@@ -65,7 +65,7 @@ describe('examples/mcp/mcp-servers.json', () => {
       })) as CallToolResult;
       expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
       const s = result.structuredContent as { output_path: string; output_size: number; input_size: number };
-      expect(s.output_path).toBe(join(work.dir, 'example.compressed.avif'));
+      expect(s.output_path).toBe(join(work.dir, 'example.min.avif'));
       expect(s.output_size).toBeLessThan(s.input_size);
       expect((await sharp(s.output_path).metadata()).format).toBe('heif'); // sharp reports AVIF as heif
     } finally {

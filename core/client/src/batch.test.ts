@@ -112,8 +112,8 @@ describe('compressBatch', () => {
       maxDimension: 64,
       format: 'png',
     });
-    expect(beside[0]!.result?.outputPath).toBe(join(a, 'photo.compressed.png'));
-    expect(existsSync(join(a, 'photo.compressed.png'))).toBe(true);
+    expect(beside[0]!.result?.outputPath).toBe(join(a, 'photo.min.png'));
+    expect(existsSync(join(a, 'photo.min.png'))).toBe(true);
     expect(beside[1]!.result?.outputPath).toBeNull();
     expect(beside[1]!.result?.data.length).toBeGreaterThan(0);
   });

@@ -68,12 +68,12 @@ describe('construction', () => {
 });
 
 describe('compress', () => {
-  it('a path: writes <name>.compressed.<ext> beside it, never the input, and reports the facts', async () => {
+  it('a path: writes <name>.min.<ext> beside it, never the input, and reports the facts', async () => {
     const input = work.copy(PHOTO, 'rocket.jpg');
     const before = readFileSync(input);
     const meta = await sharp(input).metadata();
     const result = await client.compress(input, { format: 'webp', quality: 70 });
-    expect(result.outputPath).toBe(join(work.dir, 'rocket.compressed.webp'));
+    expect(result.outputPath).toBe(join(work.dir, 'rocket.min.webp'));
     expect(readFileSync(result.outputPath!)).toEqual(result.data);
     expect(readFileSync(input)).toEqual(before);
     expect(result.format).toBe('webp');
@@ -95,7 +95,7 @@ describe('compress', () => {
   it('maxDimension and stripExif reach the server; the same format keeps the extension, still beside the input', async () => {
     const input = work.copy(PHOTO, 'same.jpg');
     const result = await client.compress(input, { maxDimension: 100, stripExif: true });
-    expect(result.outputPath).toBe(join(work.dir, 'same.compressed.jpg'));
+    expect(result.outputPath).toBe(join(work.dir, 'same.min.jpg'));
     expect(Math.max(result.width, result.height)).toBe(100);
     expect(result.metadataStripped).toBe(true);
     expect((await sharp(result.data).metadata()).format).toBe('jpeg');
@@ -251,7 +251,7 @@ describe('info', () => {
     expect(Math.max(info.width, info.height)).toBeLessThanOrEqual(200);
     expect(typeof info.output_size).toBe('number');
     expect(typeof info.savings_percent).toBe('number');
-    expect(existsSync(join(work.dir, 'text.compressed.webp'))).toBe(false);
+    expect(existsSync(join(work.dir, 'text.min.webp'))).toBe(false);
   });
 });
 

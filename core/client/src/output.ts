@@ -29,9 +29,9 @@ export async function isDirectory(path: string): Promise<boolean> {
   }
 }
 
-/** The default beside a path input: `photo.jpg` → `photo.compressed.webp`, never the input itself. */
+/** The default beside a path input: `photo.jpg` → `photo.min.webp`, never the input itself. */
 export function besideInput(inputPath: string, ext: string): string {
-  return join(dirname(inputPath), `${stemOf(inputPath)}.compressed.${ext}`);
+  return join(dirname(inputPath), `${stemOf(inputPath)}.min.${ext}`);
 }
 
 /**

@@ -58,9 +58,9 @@ describe('README snippets', () => {
     ]);
   });
 
-  it('quick start (CommonJS) writes photo.compressed.webp beside the photo', async () => {
+  it('quick start (CommonJS) writes photo.min.webp beside the photo', async () => {
     const out = await runSnippet('quick-start.cjs');
-    const written = join(app, 'photo.compressed.webp');
+    const written = join(app, 'photo.min.webp');
     expect(out).toContain(
       `${written}: ${readFileSync(PHOTO).length} → ${readFileSync(written).length} bytes (−`,
     );
@@ -72,7 +72,7 @@ describe('README snippets', () => {
     expect(out).toMatch(
       new RegExp(`^AVIF would be \\d+ bytes instead of ${readFileSync(PHOTO).length} \\(\\d+×\\d+\\)`),
     );
-    expect(existsSync(join(app, 'photo.compressed.avif'))).toBe(false);
+    expect(existsSync(join(app, 'photo.min.avif'))).toBe(false);
   });
 
   it('batch: three results and the broken file named with its code', async () => {

@@ -71,7 +71,7 @@ export interface CompressOptions extends ImageOptions, RequestOptions {
   /**
    * Where to write the result. A file path; or an existing directory (or a path ending in `/`), to
    * write `<input name>.<extension>` inside it; or `false` to write nothing. Default: for a path
-   * input, `<name>.compressed.<extension>` beside the input; for other inputs, nothing is written.
+   * input, `<name>.min.<extension>` beside the input; for other inputs, nothing is written.
    */
   output?: string | false;
   /** Allow `output` to be the input file itself (default false: refused with an error). */

@@ -63,7 +63,7 @@ export const compressImageInput = {
     .min(1)
     .optional()
     .describe(
-      'Absolute path of the file to write, or of an existing directory to write <name>.<extension> into. Default: <name>.compressed.<extension> beside the source (an earlier result of that name is replaced). An existing file is only replaced with overwrite: true.',
+      'Absolute path of the file to write, or of an existing directory to write <name>.<extension> into. Default: <name>.min.<extension> beside the source (an earlier result of that name is replaced). An existing file is only replaced with overwrite: true.',
     ),
   ...imageOptions,
   overwrite,
@@ -91,7 +91,7 @@ export const compressBatchInput = {
     .min(1)
     .optional()
     .describe(
-      'Absolute path of a directory for the results (created when missing): <name>.<extension> each, a name used twice gets -2, -3…; files of those names there are replaced, a source never. Default: each result beside its source as <name>.compressed.<extension>.',
+      'Absolute path of a directory for the results (created when missing): <name>.<extension> each, a name used twice gets -2, -3…; files of those names there are replaced, a source never. Default: each result beside its source as <name>.min.<extension>.',
     ),
   ...imageOptions,
 };

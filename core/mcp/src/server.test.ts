@@ -78,13 +78,13 @@ describe('tools/list', () => {
 });
 
 describe('compress_image', () => {
-  it('writes <name>.compressed.<ext> beside the source, returns the numbers and the image, leaves the source alone', async () => {
+  it('writes <name>.min.<ext> beside the source, returns the numbers and the image, leaves the source alone', async () => {
     const source = work.copy(PHOTO, 'rocket.jpg');
     const before = sha(source);
     const result = await mcp.call('compress_image', { file_path: source, output_format: 'webp' });
     expect(result.isError).toBeFalsy();
     const s = result.structuredContent as Record<string, number | string | boolean>;
-    expect(s['output_path']).toBe(join(work.dir, 'rocket.compressed.webp'));
+    expect(s['output_path']).toBe(join(work.dir, 'rocket.min.webp'));
     expect(s['file_path']).toBe(source);
     expect(s['input_size']).toBe(statSync(source).size);
     expect(s['output_size']).toBe(statSync(String(s['output_path'])).size);
@@ -322,7 +322,7 @@ describe('API errors become isError results with the server code', () => {
     expect(typeof error['request_id']).toBe('string');
     expect(textOf(result)).toMatch(/^NOT_AN_IMAGE \(HTTP 415\): /);
     expect(textOf(result)).toContain(`Request id: ${String(error['request_id'])}`);
-    expect(readdirSync(work.dir)).not.toContain('fake.compressed.jpg');
+    expect(readdirSync(work.dir)).not.toContain('fake.min.jpg');
   });
 
   it('a truncated JPEG: CORRUPT_IMAGE (422); a file over the upload limit: FILE_TOO_LARGE (413)', async () => {
@@ -449,8 +449,8 @@ describe('compress_batch', () => {
     expect(result.structuredContent).toMatchObject({
       succeeded: 2,
       results: [
-        { ok: true, output_path: join(work.dir, 'beside-a.compressed.jpg') },
-        { ok: true, output_path: join(work.dir, 'beside-b.compressed.png') },
+        { ok: true, output_path: join(work.dir, 'beside-a.min.jpg') },
+        { ok: true, output_path: join(work.dir, 'beside-b.min.png') },
       ],
     });
     expect([sha(a), sha(b)]).toEqual(before);

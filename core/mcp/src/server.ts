@@ -50,7 +50,7 @@ type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 const DISPLAYABLE = new Set(['image/jpeg', 'image/png', 'image/webp', 'image/gif']);
 
 const INSTRUCTIONS = `Compresso compresses images on this machine through the Compresso API.
-- compress_image: one image → a smaller file (quality 1–100 or "auto", output_format jpeg/png/webp/avif/gif, max_dimension in pixels). It writes <name>.compressed.<ext> beside the source unless output_path says otherwise, and never replaces the source unless overwrite is true.
+- compress_image: one image → a smaller file (quality 1–100 or "auto", output_format jpeg/png/webp/avif/gif, max_dimension in pixels). It writes <name>.min.<ext> beside the source unless output_path says otherwise, and never replaces the source unless overwrite is true.
 - image_info: what compress_image would give (sizes, dimensions, savings), writing nothing.
 - compress_batch: up to 100 images at once; each file succeeds or fails on its own.
 - get_usage: the plan and today's request count.

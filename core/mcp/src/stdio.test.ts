@@ -70,7 +70,7 @@ it('the built compresso-mcp binary, spawned over stdio on Node 18, compresses an
       width: number;
       height: number;
     };
-    expect(s.output_path).toBe(join(work.dir, 'rocket.compressed.webp'));
+    expect(s.output_path).toBe(join(work.dir, 'rocket.min.webp'));
     expect([s.width, s.height]).toEqual([320, 214]);
     const meta = await sharp(s.output_path).metadata();
     expect([meta.format, meta.width, meta.height]).toEqual(['webp', 320, 214]);
