@@ -96,13 +96,22 @@ class BatchTests(unittest.TestCase):
         self.assertEqual(beside[0].result.output_path, str(a / "logo.min.png"))
         self.assertIsInstance(beside[1].error, FileNotFoundError)
 
+        # Into one folder, a name used twice gets -2 in input order (as the Node client and MCP do).
         out = self.tmp / "out"
-        clash = self.client.compress_batch([a / "logo.png", b / "logo.png"], out, format="jpeg", max_dimension=32)
+        named = self.client.compress_batch([a / "logo.png", b / "logo.png"], out, format="jpeg", max_dimension=32)
+        self.assertTrue(named.ok)
+        self.assertEqual([r.output_path for r in named.results], [str(out / "logo.jpg"), str(out / "logo-2.jpg")])
+        self.assertEqual(sorted(os.listdir(out)), ["logo-2.jpg", "logo.jpg"])
+
+        # Beside their inputs, two items that would still write one file: the second is refused.
+        shutil.copyfile(corpus(SOURCES[1]), a / "twin.png")
+        shutil.copyfile(corpus(SOURCES[0]), a / "twin.jpg")
+        clash = self.client.compress_batch([a / "twin.png", a / "twin.jpg"], format="webp", max_dimension=32)
         self.assertEqual(len(clash.results), 1)
         self.assertEqual(len(clash.errors), 1)
         self.assertIsInstance(clash.errors[0].error, CompressoError)
         self.assertEqual(clash.errors[0].error.code, "CONFLICT")
-        self.assertEqual(os.listdir(out), ["logo.jpg"])
+        self.assertTrue((a / "twin.min.webp").exists())
 
         with self.assertRaises(ValueError):
             self.client.compress_batch([a / "logo.png"], concurrency=0)

@@ -152,7 +152,7 @@ class CompressTests(RealServerCase):
         before = src.read_bytes()
         with self.assertRaises(CompressoError) as caught:
             self.client.compress(src, src)
-        self.assertEqual(caught.exception.code, "CONFLICT")
+        self.assertEqual(caught.exception.code, "INVALID_OPTION")
         self.assertIn("overwrite=True", str(caught.exception))
         with self.assertRaises(CompressoError):
             self.client.compress(src, self.tmp)  # the folder holding it: same name, same format

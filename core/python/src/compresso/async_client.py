@@ -181,7 +181,7 @@ class AsyncCompresso:
         if output_dir is not None:
             os.makedirs(output_dir, exist_ok=True)
         fields = _option_fields(quality, format, max_dimension, strip_exif, png_to_jpeg)
-        claims = _Claims()
+        claims = _Claims(inputs)
         gate = asyncio.Semaphore(concurrency)
         items: List[Optional[BatchItem]] = [None] * len(inputs)
         done = 0

@@ -217,12 +217,14 @@ def _result_from_headers(
         ) from exc
 
 
-def _output_name(source: _Source, output_format: str, beside_input: bool) -> str:
+def _output_name(
+    source: _Source, output_format: str, beside_input: bool, stem_override: Optional[str] = None
+) -> str:
     """``photo.min.jpg`` beside the input (never the input itself), ``photo.webp`` in another folder."""
     # Only the last component: a filename= such as "../x.jpg" must not steer the write elsewhere.
     stem, dot_ext = os.path.splitext(os.path.basename(source.filename.replace("\\", "/")))
     ext = dot_ext[1:]
-    stem = stem or "image"
+    stem = stem_override or stem or "image"
     keep = _EXTENSION_FORMATS.get(ext.lower()) == output_format
     new_ext = ext if keep else FILE_EXTENSIONS.get(output_format, output_format)
     return f"{stem}.min.{new_ext}" if beside_input else f"{stem}.{new_ext}"
@@ -263,6 +265,11 @@ def _write_atomically(path: str, data: bytes) -> None:
 
 def _conflict(message: str) -> CompressoError:
     return CompressoError(message, code="CONFLICT")
+
+
+def _onto_input(message: str) -> CompressoError:
+    # INVALID_OPTION, as the Node client and the MCP server answer it: the output option is the mistake.
+    return CompressoError(message, code="INVALID_OPTION")
 
 
 def _normalize_base_url(url: str) -> str:
@@ -362,7 +369,7 @@ class Compresso:
         source = _read_input(path, filename)
         if output is not None and not overwrite and not _is_folder(output):
             if _same_file(os.fspath(output), source.path):
-                raise _conflict(
+                raise _onto_input(
                     f"output: {os.fspath(output)!r} is the input itself; pass overwrite=True to replace it."
                 )
         response = self._post_image(
@@ -422,7 +429,7 @@ class Compresso:
         if output_dir is not None:
             os.makedirs(output_dir, exist_ok=True)
         fields = _option_fields(quality, format, max_dimension, strip_exif, png_to_jpeg)
-        claims = _Claims()
+        claims = _Claims(inputs)
         items: List[Optional[BatchItem]] = [None] * len(inputs)
 
         def one(index: int, image: ImageInput) -> BatchItem:
@@ -459,7 +466,13 @@ class Compresso:
             source = _read_input(image)
             response = self._post_image("/api/v1/compress", source, fields, None)
             result = self._finish_compress(
-                response, source, None, overwrite=overwrite, output_dir=output_dir, claims=claims
+                response,
+                source,
+                None,
+                overwrite=overwrite,
+                output_dir=output_dir,
+                claims=claims,
+                stem=claims.stem(index) if output_dir is not None else None,
             )
             return BatchItem(index=index, input=label, result=result)
         except Exception as exc:  # each item carries its own failure; the batch goes on
@@ -483,6 +496,7 @@ class Compresso:
         overwrite: bool,
         output_dir: Optional[PathLike],
         claims: Optional["_Claims"] = None,
+        stem: Optional[str] = None,
     ) -> CompressResult:
         declared = response.headers.get("x-output-size")
         if declared is not None and declared.isdigit() and int(declared) != len(response.body):
@@ -497,7 +511,7 @@ class Compresso:
             if _is_folder(destination):
                 destination = os.path.join(destination, _output_name(source, output_format, False))
         elif output_dir is not None:
-            destination = os.path.join(os.fspath(output_dir), _output_name(source, output_format, False))
+            destination = os.path.join(os.fspath(output_dir), _output_name(source, output_format, False, stem))
         elif source.path is not None:
             destination = os.path.join(
                 os.path.dirname(source.path), _output_name(source, output_format, True)
@@ -505,7 +519,7 @@ class Compresso:
         if destination is not None:
             destination = os.path.abspath(destination)
             if not overwrite and _same_file(destination, source.path):
-                raise _conflict(
+                raise _onto_input(
                     f"{source.label}: the output {destination!r} is the input itself; pass overwrite=True "
                     "to replace it."
                 )
@@ -707,11 +721,29 @@ class _NothingSent(Exception):
 
 
 class _Claims:
-    """Output paths already taken by a batch, so two inputs never write the same file."""
+    """Output names of a batch, so two inputs never write the same file.
 
-    def __init__(self) -> None:
+    Into ``output_dir`` each input gets a stem decided up front, in input order: a stem seen before
+    gets ``-2``, ``-3``… (as the Node client and the MCP server name them), so ``a/logo.png`` and
+    ``b/logo.png`` become ``logo.webp`` and ``logo-2.webp`` whichever finishes first. Beside their
+    inputs, two items that would still land on one path (``x.png`` and ``x.jpg`` to WebP): the second
+    to finish fails with CONFLICT rather than replace the first's output.
+    """
+
+    def __init__(self, inputs: Sequence[Any] = ()) -> None:
         self._lock = threading.Lock()
         self._taken: Set[str] = set()
+        seen: Dict[str, int] = {}
+        self._stems: List[str] = []
+        for index, image in enumerate(inputs):
+            name = _label(image, index) if not _unnamed(image) else f"image-{index + 1}"
+            stem = os.path.splitext(os.path.basename(name.replace("\\", "/")))[0] or f"image-{index + 1}"
+            count = seen.get(stem.lower(), 0) + 1
+            seen[stem.lower()] = count
+            self._stems.append(stem if count == 1 else f"{stem}-{count}")
+
+    def stem(self, index: int) -> str:
+        return self._stems[index]
 
     def claim(self, path: str) -> bool:
         key = os.path.normcase(path)
@@ -728,6 +760,10 @@ def _timeout(seconds: float) -> APITimeoutError:
 
 def _lower(headers: Any) -> Dict[str, str]:
     return {k.lower(): v for k, v in headers.items()} if headers is not None else {}
+
+
+def _unnamed(image: Any) -> bool:
+    return not isinstance(image, (str, os.PathLike)) and not isinstance(getattr(image, "name", None), str)
 
 
 def _label(image: Any, index: int) -> str:
