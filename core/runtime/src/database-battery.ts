@@ -234,11 +234,46 @@ export function describeDatabaseBattery(name: string, open: () => Promise<Databa
           [1, 'b.png', 'queued', null],
           [2, 'c.jpg', 'queued', 'https://example.com/c.jpg'],
         ]);
+        const at = '2026-11-22T10:00:00.000Z';
         expect(await db.listQueuedBatchItems(10)).toEqual([
-          { batchId: 'job_one', index: 0 },
-          { batchId: 'job_one', index: 1 },
-          { batchId: 'job_one', index: 2 },
+          { batchId: 'job_one', index: 0, createdAt: at },
+          { batchId: 'job_one', index: 1, createdAt: at },
+          { batchId: 'job_one', index: 2, createdAt: at },
         ]);
+        // Pages for the reconciliation sweep: batches older than a cutoff, after the last item seen.
+        await db.insertBatch(
+          {
+            id: 'job_new',
+            accountId: a.id,
+            source: 'upload',
+            options: '{}',
+            total: 1,
+            quotaDay: '2026-11-22',
+            createdAt: '2026-11-22T10:05:00.000Z',
+          },
+          [{ index: 0, name: 'n.jpg', sourceUrl: null }],
+        );
+        const page1 = await db.listQueuedBatchItems(2, { createdBefore: '2026-11-22T10:01:00.000Z' });
+        expect(page1.map((i) => [i.batchId, i.index])).toEqual([
+          ['job_one', 0],
+          ['job_one', 1],
+        ]);
+        const page2 = await db.listQueuedBatchItems(2, {
+          createdBefore: '2026-11-22T10:01:00.000Z',
+          after: page1[1]!,
+        });
+        expect(page2.map((i) => [i.batchId, i.index])).toEqual([['job_one', 2]]);
+        expect((await db.listQueuedBatchItems(10, { after: page2[0]! })).map((i) => i.batchId)).toEqual([
+          'job_new',
+        ]);
+        // The cutoff is exclusive: a batch created at that very instant is still too young.
+        expect(await db.listQueuedBatchItems(10, { createdBefore: '2026-11-22T10:00:00.000Z' })).toEqual([]);
+        await db.finishBatchItem(
+          'job_new',
+          0,
+          { status: 'failed', errorCode: 'X', errorMessage: 'x', inputSize: null },
+          '2026-11-22T10:05:01.000Z',
+        );
 
         const done = {
           status: 'done',
@@ -285,7 +320,7 @@ export function describeDatabaseBattery(name: string, open: () => Promise<Databa
           outputSize: null,
         });
         expect(await db.findBatchItem('job_one', 7)).toBeUndefined();
-        expect(await db.listQueuedBatchItems(10)).toEqual([{ batchId: 'job_one', index: 2 }]);
+        expect(await db.listQueuedBatchItems(10)).toEqual([{ batchId: 'job_one', index: 2, createdAt: at }]);
       }),
     );
 

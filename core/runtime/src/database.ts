@@ -81,6 +81,21 @@ export interface BatchItemRecord {
   finishedAt: string | null;
 }
 
+/** A queued item as the reconciliation sweep pages through them; also its place for the next page. */
+export interface QueuedBatchItem {
+  batchId: string;
+  index: number;
+  /** Its batch's createdAt. */
+  createdAt: string;
+}
+
+export interface ListQueuedBatchItemsOptions {
+  /** Only items of batches created before this instant (ISO 8601). */
+  createdBefore?: string;
+  /** Only items after this one in the list's order (batch createdAt, batch id, index): the next page. */
+  after?: QueuedBatchItem;
+}
+
 export type BatchItemOutcome =
   | { status: 'done'; inputSize: number; outputSize: number; result: string }
   | { status: 'failed'; errorCode: string; errorMessage: string; inputSize: number | null };
@@ -161,8 +176,12 @@ export interface Database {
    * this call made the change.
    */
   finishBatchItem(batchId: string, index: number, outcome: BatchItemOutcome, now: string): Promise<boolean>;
-  /** Items still queued, oldest batches first (to hand back to an in-process queue after a restart). */
-  listQueuedBatchItems(limit: number): Promise<{ batchId: string; index: number }[]>;
+  /**
+   * Items still queued, oldest batches first (batch createdAt, batch id, index): to hand back to an
+   * in-process queue after a restart, and for the sweep that checks them against the queue, page by
+   * page (`after`: the last item of the previous page).
+   */
+  listQueuedBatchItems(limit: number, options?: ListQueuedBatchItemsOptions): Promise<QueuedBatchItem[]>;
   usageOn(accountId: string, day: string): Promise<number>;
 
   /**

@@ -575,13 +575,26 @@ export function postgresDatabase(options: PostgresOptions): Database {
             );
       return result.rowCount === 1;
     },
-    async listQueuedBatchItems(limit) {
+    async listQueuedBatchItems(limit, options = {}) {
+      const after = options.after;
       const { rows } = await query(
-        `SELECT i.batch_id, i.idx FROM batch_items i JOIN batch_jobs b ON b.id = i.batch_id
-         WHERE i.status = 'queued' ORDER BY b.created_at, i.batch_id, i.idx LIMIT $1`,
-        [limit],
+        `SELECT i.batch_id, i.idx, b.created_at FROM batch_items i JOIN batch_jobs b ON b.id = i.batch_id
+         WHERE i.status = 'queued' AND ($2::timestamptz IS NULL OR b.created_at < $2::timestamptz)
+           AND ($3::timestamptz IS NULL OR (b.created_at, i.batch_id, i.idx) > ($3::timestamptz, $4::text, $5::int))
+         ORDER BY b.created_at, i.batch_id, i.idx LIMIT $1`,
+        [
+          limit,
+          options.createdBefore ?? null,
+          after?.createdAt ?? null,
+          after?.batchId ?? null,
+          after?.index ?? null,
+        ],
       );
-      return rows.map((r) => ({ batchId: String(r.batch_id), index: Number(r.idx) }));
+      return rows.map((r) => ({
+        batchId: String(r.batch_id),
+        index: Number(r.idx),
+        createdAt: iso(r.created_at),
+      }));
     },
     async usageOn(accountId, day) {
       const row = await one('SELECT count FROM usage_daily WHERE account_id = $1 AND day = $2', [

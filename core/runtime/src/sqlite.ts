@@ -490,12 +490,29 @@ export function sqliteDatabase(options: SqliteOptions = {}): Database {
             ).run(outcome.inputSize, outcome.errorCode, outcome.errorMessage, now, batchId, index);
       return Number(result.changes) === 1;
     },
-    async listQueuedBatchItems(limit) {
+    async listQueuedBatchItems(limit, options = {}) {
+      // Times are ISO 8601 strings in UTC (toISOString), so text order is time order; the row value
+      // comparison is the keyset for the next page.
+      const after = options.after;
       const rows = stmt(
-        `SELECT i.batch_id, i.idx FROM batch_items i JOIN batch_jobs b ON b.id = i.batch_id
-         WHERE i.status = 'queued' ORDER BY b.created_at, i.batch_id, i.idx LIMIT ?`,
-      ).all(limit) as Row[];
-      return rows.map((r) => ({ batchId: String(r.batch_id), index: Number(r.idx) }));
+        `SELECT i.batch_id, i.idx, b.created_at FROM batch_items i JOIN batch_jobs b ON b.id = i.batch_id
+         WHERE i.status = 'queued' AND (? IS NULL OR b.created_at < ?)
+           AND (? IS NULL OR (b.created_at, i.batch_id, i.idx) > (?, ?, ?))
+         ORDER BY b.created_at, i.batch_id, i.idx LIMIT ?`,
+      ).all(
+        options.createdBefore ?? null,
+        options.createdBefore ?? null,
+        after ? 1 : null,
+        after?.createdAt ?? null,
+        after?.batchId ?? null,
+        after?.index ?? null,
+        limit,
+      ) as Row[];
+      return rows.map((r) => ({
+        batchId: String(r.batch_id),
+        index: Number(r.idx),
+        createdAt: String(r.created_at),
+      }));
     },
     async usageOn(accountId, day) {
       const row = stmt('SELECT count FROM usage_daily WHERE account_id = ? AND day = ?').get(
