@@ -32,7 +32,13 @@ export function describeQueueBattery(backend: string, open: () => Promise<JobQue
         expect(bulkNew?.id).toBe('batch-7-item-2');
         expect(plain.id).not.toBe(first.id);
         const job = await queue.getJob(first.id);
-        expect(job).toMatchObject({ id: first.id, name: 'resize', state: 'waiting', attemptsMade: 0 });
+        expect(job).toMatchObject({
+          id: first.id,
+          name: 'resize',
+          state: 'waiting',
+          attemptsMade: 0,
+          stalls: 0,
+        });
         expect(job?.data).toEqual({ n: 1, at: '1970-01-01T00:00:00.000Z' });
         expect(await queue.counts()).toMatchObject({ waiting: 3, active: 0, failed: 0 });
         expect(await queue.getJob('no-such-job')).toBeUndefined();
@@ -208,6 +214,31 @@ export function describeQueueBattery(backend: string, open: () => Promise<JobQue
     );
 
     it(
+      'getJob tells what a reconciliation needs: unknown (lost), dead letter (failed for good), waiting; an id in the dead letter cannot be added again',
+      withQueue(async (queue) => {
+        const worker = queue.work({
+          doomed: async () => {
+            throw new Error('out of luck');
+          },
+        });
+        await queue.add('doomed', { n: 1 }, { jobId: 'sweep-dead', attempts: 2 });
+        const dead = await until(
+          () => queue.getJob('sweep-dead'),
+          (j) => j?.state === 'failed',
+        );
+        expect(dead).toMatchObject({ attemptsMade: 2, attempts: 2, stalls: 0, failedReason: 'out of luck' });
+        await worker.close();
+        // Re-adding by id (what a sweep does for a job it thinks lost) must not revive a dead one.
+        expect(await queue.add('doomed', { n: 2 }, { jobId: 'sweep-dead' })).toEqual({ id: 'sweep-dead' });
+        expect(await queue.getJob('sweep-dead')).toMatchObject({ state: 'failed', data: { n: 1 } });
+        expect(await queue.getJob('sweep-never-added')).toBeUndefined();
+        await queue.add('doomed', {}, { jobId: 'sweep-waiting' });
+        expect((await queue.getJob('sweep-waiting'))?.state).toBe('waiting');
+        expect((await queue.failed()).map((j) => j.id)).toEqual(['sweep-dead']);
+      }),
+    );
+
+    it(
       'close() lets jobs in flight finish and takes no new ones',
       withQueue(async (queue) => {
         const started = gate();
@@ -250,7 +281,8 @@ export function describeQueueBattery(backend: string, open: () => Promise<JobQue
         await stubborn.close({ timeoutMs: 200 });
         expect(sawAbort).toBe(true);
         const back = await queue.getJob(id);
-        expect(back).toMatchObject({ state: 'waiting', attemptsMade: 0 });
+        // Given back, not stalled: no attempt spent and no stall counted against the job.
+        expect(back).toMatchObject({ state: 'waiting', attemptsMade: 0, stalls: 0 });
         // Another worker (another process, in production) finishes it on its one attempt.
         const next = queue.work({ long: async (job) => `done on attempt ${job.attempt}` });
         const done = await until(

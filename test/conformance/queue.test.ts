@@ -276,9 +276,64 @@ describe('bullmq: producers fail fast, workers wait and reconnect', () => {
       );
       const takeoverMs = Date.now() - killedAt;
       await worker.close();
-      // One attempt allowed, yet it completed: a stall is not a failed attempt.
+      // One attempt allowed, yet it completed: a stall is not a failed attempt, but it is counted.
       expect(done?.result).toBe('resized by the survivor on attempt 1');
+      expect(done?.stalls).toBe(1);
       expect(takeoverMs).toBeLessThan(lockMs * 6);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await queue.close();
+    }
+  });
+
+  it('a job whose worker dies more often than maxStalledCount lands in the dead letter without its handler running again', async () => {
+    const name = nextName();
+    const lockMs = 1000;
+    const script = fileURLToPath(new URL('./fixtures/queue-worker.ts', import.meta.url));
+    const child = spawn(process.execPath, [script, REDIS_URL, PREFIX, name, String(lockMs)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    const seen: string[] = [];
+    lines.on('line', (line) => seen.push(line));
+    // The survivor's stalled-job check decides: with a limit of 0, the first death is one too many
+    // (an input that kills its worker every time, e.g. out of memory).
+    const queue = bullmqQueue({
+      url: REDIS_URL,
+      prefix: PREFIX,
+      name,
+      lockDurationMs: lockMs,
+      stalledIntervalMs: lockMs,
+      maxStalledCount: 0,
+    });
+    try {
+      await until(
+        async () => seen,
+        (s) => s.includes('ready'),
+      );
+      const { id } = await queue.add('resize', { file: 'bomb.jpg' }, { jobId: 'oom-1', attempts: 3 });
+      await until(
+        async () => seen,
+        (s) => s.some((l) => l.startsWith('started oom-1')),
+      );
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+      let ran = 0;
+      const worker = queue.work({
+        resize: async () => {
+          ran++;
+        },
+      });
+      const dead = await until(
+        () => queue.getJob(id),
+        (j) => j?.state === 'failed',
+        20_000,
+      );
+      await worker.close();
+      expect(ran).toBe(0);
+      expect(dead?.stalls).toBe(1);
+      expect(dead?.failedReason).toMatch(/stalled/);
+      expect((await queue.failed()).map((j) => j.id)).toContain(id);
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
       await queue.close();

@@ -244,6 +244,7 @@ export function bullmqQueue(options: BullmqQueueOptions): JobQueue {
       state,
       attemptsMade: job.attemptsMade,
       attempts: job.opts.attempts ?? 1,
+      stalls: job.stalledCounter ?? 0,
       progress: job.progress as JobProgress,
       createdAt: job.timestamp,
     };

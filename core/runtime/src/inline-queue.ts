@@ -275,6 +275,7 @@ export function inlineQueue(options: InlineQueueOptions = {}): JobQueue {
       state: job.state,
       attemptsMade: job.attemptsMade,
       attempts: job.attempts,
+      stalls: 0,
       progress: json(job.progress),
       createdAt: job.createdAt,
     };

@@ -44,6 +44,13 @@ export interface JobView<Data = unknown, Result = unknown> {
   attemptsMade: number;
   /** Attempts allowed in all. */
   attempts: number;
+  /**
+   * Times a worker died holding this job (its lock lapsed and the stalled-job check took it back). A
+   * stall spends no attempt, but past the backend's limit the job fails for good without its handler
+   * running again — the one way into the dead letter that no handler sees. Always 0 inline, where
+   * the worker cannot die without the queue.
+   */
+  stalls: number;
   /** The last value the handler reported through updateProgress (0 before any). */
   progress: JobProgress;
   /** The handler's return value, once completed. */
