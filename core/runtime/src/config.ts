@@ -66,6 +66,15 @@ export interface Config {
    * after about this long. Shorter means faster takeover and more Redis traffic.
    */
   jobLockMs: number;
+  /**
+   * How often each process running batch workers checks the items the database still has queued
+   * against the queue, in ms (COMPRESSO_JOB_SWEEP_MS), ±25 % so processes spread out; also the age
+   * a batch must reach before its items are checked, so a submission still adding its jobs is never
+   * touched. A job the queue lost (Redis restarted empty) is added again, one dead-lettered without
+   * its handler seeing it (its worker died too often) fails its item and gives back its quota. So
+   * this bounds how long such an item can stay queued: about two of these.
+   */
+  jobSweepMs: number;
   /** Directory of the filesystem blob store (COMPRESSO_BLOB_DIR); default `<dataDir>/blobs`. */
   blobDir: string;
   /** S3 bucket for the blob store (S3_BUCKET); unset means files in blobDir. */
@@ -159,6 +168,8 @@ const ConfigSchema = z.object({
   jobAttempts: intFrom(1, 100).default(3),
   jobBackoffMs: intFrom(0, 3_600_000).default(1000),
   jobLockMs: intFrom(1000, 3_600_000).default(30_000),
+  // At least 2 s: the age check must outlast a submission's own addBulk (bounded by 1.5 s).
+  jobSweepMs: intFrom(2000, 86_400_000).default(60_000),
   blobDir: z.string().min(1).optional(),
   s3Bucket: z
     .string()
@@ -216,6 +227,7 @@ export const CONFIG_ENV: Record<keyof Config, string> = {
   jobAttempts: 'COMPRESSO_JOB_ATTEMPTS',
   jobBackoffMs: 'COMPRESSO_JOB_BACKOFF_MS',
   jobLockMs: 'COMPRESSO_JOB_LOCK_MS',
+  jobSweepMs: 'COMPRESSO_JOB_SWEEP_MS',
   blobDir: 'COMPRESSO_BLOB_DIR',
   s3Bucket: 'S3_BUCKET',
   s3Endpoint: 'S3_ENDPOINT',

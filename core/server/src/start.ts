@@ -17,7 +17,8 @@ import {
 import type express from 'express';
 import { createApp } from './app.ts';
 import { deferContinue } from './expect-continue.ts';
-import { logQueueErrors, requeueQueuedItems, startBatchWorker } from './jobs/worker.ts';
+import type { BatchSweeper } from './jobs/sweep.ts';
+import { logQueueErrors, requeueQueuedItems, startBatchWorker, startSweeper } from './jobs/worker.ts';
 import { createMetrics } from './metrics.ts';
 import { exitOnSignals } from './signals.ts';
 
@@ -93,9 +94,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const unwatch = metrics.watchQueue(queue);
   const stopQueueLog = logQueueErrors(queue, logger);
   let worker: QueueWorker | undefined;
+  let batchSweeper: BatchSweeper | undefined;
   if (workers > 0) {
     worker = startBatchWorker({ queue, db, blobs, engine, logger, config, concurrency: workers });
+    // All of them at once, without the sweep's grace: this queue is new, so every item the database
+    // has queued was lost with the previous process. The sweep then keeps it that way.
     if (queue.kind === 'inline') await requeueQueuedItems(db, queue, logger);
+    batchSweeper = startSweeper({ db, queue, logger, config });
   }
   const app = createApp({ engine, db, logger, config, queue, blobs, metrics });
   const server = createHttpServer(app, config);
@@ -160,6 +165,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       await done;
       clearInterval(sweeper);
       clearTimeout(timer);
+      await batchSweeper?.close();
       // Batch items in flight finish within the grace period or go back to the queue.
       await worker?.close({ timeoutMs: config.shutdownTimeoutMs });
       unwatch();

@@ -30,6 +30,15 @@ export function itemJobId(batchId: string, index: number): string {
   return `${batchId}-${index}`;
 }
 
+/** An item's queue job, as the submission, the restart hand-back and the sweep all add it. */
+export function batchItemJob(batchId: string, index: number) {
+  return {
+    name: BATCH_ITEM_JOB,
+    data: { batchId, index } satisfies BatchItemJob,
+    options: { jobId: itemJobId(batchId, index) },
+  };
+}
+
 export const inputKey = (batchId: string, index: number) => `jobs/${batchId}/in/${index}`;
 export const outputKey = (batchId: string, index: number) => `jobs/${batchId}/out/${index}`;
 
@@ -112,19 +121,7 @@ export function batchHandlers(deps: BatchWorkerDeps): JobHandlers {
       }
       if (job.attempt >= attempts && !job.signal.aborted && !isOutage(error)) {
         logger.error({ err: error, batch_id: batchId, index }, 'batch item failed for good');
-        const recorded = await db.finishBatchItem(
-          batchId,
-          index,
-          {
-            status: 'failed',
-            errorCode: 'INTERNAL_ERROR',
-            errorMessage:
-              'The item could not be processed because of a fault on our side; it was not counted.',
-            inputSize,
-          },
-          new Date().toISOString(),
-        );
-        if (recorded) await db.refundQuota(batch.accountId, batch.quotaDay);
+        await failItemForGood(db, batch, index, FAULT_MESSAGE, inputSize);
       }
       throw error;
     }
@@ -157,6 +154,31 @@ export function batchHandlers(deps: BatchWorkerDeps): JobHandlers {
       }
     },
   };
+}
+
+const FAULT_MESSAGE = 'The item could not be processed because of a fault on our side; it was not counted.';
+
+/**
+ * The end of an item that failed through our fault: recorded `failed` with INTERNAL_ERROR and its
+ * request given back to the quota. The record is the same conditional UPDATE as every item's end, so
+ * of several callers (the handler's last attempt, sweeps in several processes) exactly one records
+ * it, and only that one refunds. True when this call recorded it.
+ */
+export async function failItemForGood(
+  db: Database,
+  batch: Pick<BatchRecord, 'id' | 'accountId' | 'quotaDay'>,
+  index: number,
+  message: string = FAULT_MESSAGE,
+  inputSize: number | null = null,
+): Promise<boolean> {
+  const recorded = await db.finishBatchItem(
+    batch.id,
+    index,
+    { status: 'failed', errorCode: 'INTERNAL_ERROR', errorMessage: message, inputSize },
+    new Date().toISOString(),
+  );
+  if (recorded) await db.refundQuota(batch.accountId, batch.quotaDay);
+  return recorded;
 }
 
 /** Between tries while the database or blob store is down: from half a second, doubling, at most 10 s. */

@@ -5,16 +5,7 @@ import { z } from 'zod';
 import { authOf } from '../auth.ts';
 import { sendContinue } from '../expect-continue.ts';
 import type { UploadBudget } from '../upload-budget.ts';
-import {
-  BATCH_ITEM_JOB,
-  type BatchItemJob,
-  batchView,
-  inputKey,
-  itemJobId,
-  newBatchId,
-  outputKey,
-  ownBatch,
-} from './batch.ts';
+import { batchItemJob, batchView, inputKey, newBatchId, outputKey, ownBatch } from './batch.ts';
 import { readBatchUpload } from './batch-upload.ts';
 import { checkLiteralHost, checkUrlSyntax, nameFromUrl } from './url-fetch.ts';
 
@@ -169,18 +160,16 @@ export function registerBatchRoutes(app: express.Express, deps: BatchRouteDeps):
       await inChunks(items, STORE_PARALLELISM, async (item, i) => {
         if (item.bytes) await blobs.put(inputKey(batch.id, i), item.bytes);
       });
+      // The sweep leaves batches younger than its grace period alone, counted from createdAt: taken
+      // here, after the originals are stored (which may take long), only the addBulk below is left
+      // inside that window.
+      batch.createdAt = new Date().toISOString();
       await db.insertBatch(
         batch,
         items.map((item, index) => ({ index, name: item.name, sourceUrl: item.sourceUrl })),
       );
       recorded = true;
-      await queue.addBulk(
-        items.map((_, index) => ({
-          name: BATCH_ITEM_JOB,
-          data: { batchId: batch.id, index } satisfies BatchItemJob,
-          options: { jobId: itemJobId(batch.id, index) },
-        })),
-      );
+      await queue.addBulk(items.map((_, index) => batchItemJob(batch.id, index)));
     } catch (error) {
       // Nothing will run: give the items back (the request itself is given back as a 5xx), and
       // leave no item waiting forever in the record.

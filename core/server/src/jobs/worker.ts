@@ -13,7 +13,8 @@ import {
   type QueueWorker,
 } from '@compresso/runtime';
 import { exitOnSignals } from '../signals.ts';
-import { BATCH_ITEM_JOB, type BatchItemJob, batchHandlers, itemJobId } from './batch.ts';
+import { batchHandlers, batchItemJob } from './batch.ts';
+import { type BatchSweeper, startBatchSweeper } from './sweep.ts';
 
 export interface BatchWorkerDeps {
   queue: JobQueue;
@@ -55,15 +56,23 @@ export async function requeueQueuedItems(db: Database, queue: JobQueue, logger: 
   // One page is plenty for an embedded install; a larger backlog is picked up at the next start.
   const queued = await db.listQueuedBatchItems(10_000);
   if (!queued.length) return 0;
-  await queue.addBulk(
-    queued.map(({ batchId, index }) => ({
-      name: BATCH_ITEM_JOB,
-      data: { batchId, index } satisfies BatchItemJob,
-      options: { jobId: itemJobId(batchId, index) },
-    })),
-  );
+  await queue.addBulk(queued.map(({ batchId, index }) => batchItemJob(batchId, index)));
   logger.info({ items: queued.length }, 'batch items still queued were handed back to the in-process queue');
   return queued.length;
+}
+
+/**
+ * The reconciliation sweep (see sweep.ts) of a process that runs batch workers: once now, then every
+ * COMPRESSO_JOB_SWEEP_MS; batches younger than that are left alone.
+ */
+export function startSweeper(deps: {
+  db: Database;
+  queue: JobQueue;
+  logger: Logger;
+  config: Pick<Config, 'jobSweepMs'>;
+}): BatchSweeper {
+  const { db, queue, logger, config } = deps;
+  return startBatchSweeper({ db, queue, logger, intervalMs: config.jobSweepMs, graceMs: config.jobSweepMs });
 }
 
 /** Log queue connection trouble once per change, not once per reconnect attempt. */
@@ -87,6 +96,7 @@ export interface RunningWorker {
   config: Config;
   queue: JobQueue;
   worker: QueueWorker;
+  sweeper: BatchSweeper;
   close(): Promise<void>;
 }
 
@@ -122,6 +132,7 @@ export async function startWorker(options: StartWorkerOptions = {}): Promise<Run
   const stopLogging = logQueueErrors(queue, logger);
   const concurrency = options.concurrency ?? config.workerConcurrency;
   const worker = startBatchWorker({ queue, db, blobs, engine, logger, config, concurrency });
+  const sweeper = startSweeper({ db, queue, logger, config });
   logger.info(
     { queue: queue.name, concurrency, database: db.kind, blobs: blobs.kind, engine: engine.stats() },
     'compresso worker started',
@@ -131,6 +142,7 @@ export async function startWorker(options: StartWorkerOptions = {}): Promise<Run
   const close = () => {
     closing ??= (async () => {
       logger.info('worker shutting down: finishing items in flight');
+      await sweeper.close();
       // Items still running after the grace period go back to the queue for another worker.
       await worker.close({ timeoutMs: config.shutdownTimeoutMs });
       stopLogging();
@@ -143,5 +155,5 @@ export async function startWorker(options: StartWorkerOptions = {}): Promise<Run
     return closing;
   };
   if (options.handleSignals !== false) exitOnSignals(logger, close, 'worker');
-  return { config, queue, worker, close };
+  return { config, queue, worker, sweeper, close };
 }
