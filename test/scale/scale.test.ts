@@ -624,3 +624,72 @@ describe('PostgreSQL stopped and started again under an API process and a worker
     }
   }, 120_000);
 });
+
+describe('Redis emptied under a running batch (FLUSHALL: a restart without persistence)', () => {
+  it('the worker’s sweep finds the items the queue forgot and adds them again: the batch completes with every item once', async () => {
+    // Nothing on disk: what a Redis without persistence is after a restart, and what FLUSHALL does.
+    const redis = await privateRedis();
+    const env = envFor({
+      REDIS_URL: redis.url,
+      COMPRESSO_QUEUE_PREFIX: `${prefix}f`,
+      COMPRESSO_JOB_SWEEP_MS: '2000',
+    });
+    const api = await startServe('api-f', { ...env, LOG_LEVEL: 'warn' });
+    const worker = await startWorkerProc('worker-f', env);
+    procs.push(api.proc, worker);
+    try {
+      const { key, accountId } = await proKey('redis-flush@example.com');
+      const photo = await sharp(join(repo, '../shared/corpus', 'photo-skimage-chelsea.png'))
+        .resize(256, 256, { fit: 'inside' })
+        .jpeg({ quality: 92 })
+        .toBuffer();
+      const total = 16;
+      const body = new FormData();
+      body.append('output_format', 'avif');
+      for (let i = 0; i < total; i++) body.append('file', new Blob([new Uint8Array(photo)]), `f${i}.jpg`);
+      const res = await fetch(`${api.url}/api/v1/jobs`, { method: 'POST', headers: bearer(key), body });
+      expect(res.status).toBe(202);
+      const { id } = (await res.json()) as { id: string };
+      const itemLines = (msg: string) =>
+        worker.logs.filter((l) => l.msg === msg && l.batch_id === id) as {
+          index: number;
+          recorded?: boolean;
+        }[];
+
+      // Emptied once a couple of items are done and one is in flight.
+      const deadline = Date.now() + 30_000;
+      while (itemLines('batch item done').length < 2) {
+        if (Date.now() > deadline) throw new Error('the batch did not progress');
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const flushed = spawnSync('redis-cli', ['-u', redis.url, 'flushall'], { encoding: 'utf8' });
+      expect(flushed.stdout.trim()).toBe('OK');
+      const doneAtFlush = itemLines('batch item done').length;
+      expect(doneAtFlush).toBeLessThan(total);
+
+      type View = { status: string; progress: { done: number; failed: number }; items: { status: string }[] };
+      let view: View;
+      for (;;) {
+        view = (await (await fetch(`${api.url}/api/v1/jobs/${id}`, { headers: bearer(key) })).json()) as View;
+        if (view.status === 'completed') break;
+        if (Date.now() > deadline) throw new Error(`not completed: ${JSON.stringify(view.progress)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(view.progress).toMatchObject({ done: total, failed: 0 });
+      // Every item recorded exactly once, by one run; the sweep said what it did.
+      const recorded = itemLines('batch item done')
+        .filter((l) => l.recorded)
+        .map((l) => l.index);
+      expect(recorded.sort((a, b) => a - b)).toEqual(Array.from({ length: total }, (_, i) => i));
+      const requeued = worker.logs.filter(
+        (l) => l.msg === 'batch sweep' && typeof l.requeued === 'number' && l.requeued > 0,
+      );
+      expect(requeued.length).toBeGreaterThan(0);
+      expect(await db.usageOn(accountId, quotaDay())).toBe(total);
+      expect(worker.alive()).toBe(true);
+    } finally {
+      await Promise.all([api.proc.stop(), worker.stop()]);
+      await redis.stop();
+    }
+  }, 60_000);
+});
