@@ -3,8 +3,14 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { proAccount, startTestServer, type TestServer } from '../../server/src/test-helpers.ts';
-import { AuthenticationError, type BatchProgress, Compresso, UnsupportedImageError } from './index.ts';
-import { CORPUS, PHOTO, truncated, workDir } from './test-support.ts';
+import {
+  AuthenticationError,
+  BadRequestError,
+  type BatchProgress,
+  Compresso,
+  UnsupportedImageError,
+} from './index.ts';
+import { CORPUS, PHOTO, PNG, truncated, workDir } from './test-support.ts';
 
 let srv: TestServer;
 let client: Compresso;
@@ -116,6 +122,16 @@ describe('compressBatch', () => {
     expect(existsSync(join(a, 'photo.min.png'))).toBe(true);
     expect(beside[1]!.result?.outputPath).toBeNull();
     expect(beside[1]!.result?.data.length).toBeGreaterThan(0);
+
+    // Beside their inputs, twin.jpg and twin.png both become twin.min.webp: the first written stays,
+    // the second is refused with CONFLICT instead of replacing it.
+    const twins = [work.copy(PHOTO, 'a/twin.jpg'), work.copy(PNG, 'a/twin.png')];
+    const clash = await client.compressBatch(twins, { maxDimension: 64, format: 'webp', concurrency: 1 });
+    expect(clash[0]!.result?.outputPath).toBe(join(a, 'twin.min.webp'));
+    expect(clash[1]!.ok).toBe(false);
+    expect(clash[1]!.error).toBeInstanceOf(BadRequestError);
+    expect(clash[1]!.error?.code).toBe('CONFLICT');
+    expect(readFileSync(join(a, 'twin.min.webp'))).toEqual(clash[0]!.result?.data);
   });
 
   it('a refused key fails every item with the same error without sending the rest', async () => {

@@ -366,7 +366,7 @@ export class Compresso {
   async #compressPrepared(
     prepared: PreparedInput,
     options: CompressOptions,
-    batchTarget: { dir: string; stem: string } | undefined,
+    batch: { target: { dir: string; stem: string } | undefined; claimed: Set<string> } | undefined,
   ): Promise<CompressResult> {
     const explicit = options.output;
     // An explicit file path that is the input is refused before spending a request on it.
@@ -387,8 +387,8 @@ export class Compresso {
     const ext = EXTENSIONS[format] ?? format;
     const filename = filenameOf(response.headers, `${stemOf(prepared.filename)}.${ext}`);
     let target: string | null = null;
-    if (batchTarget) {
-      target = join(batchTarget.dir, `${batchTarget.stem}.${ext}`);
+    if (batch?.target) {
+      target = join(batch.target.dir, `${batch.target.stem}.${ext}`);
     } else if (typeof explicit === 'string') {
       target =
         looksLikeDirectory(explicit) || (await isDirectory(explicit))
@@ -400,6 +400,19 @@ export class Compresso {
     let outputPath: string | null = null;
     if (target !== null) {
       this.#refuseOverwrite(resolve(target), prepared, options);
+      if (batch) {
+        // Beside their inputs, x.png and x.jpg converted to WebP both make x.min.webp: the second to
+        // finish is refused rather than replace an output this batch just wrote (as the Python client).
+        const key = resolve(target);
+        if (batch.claimed.has(key)) {
+          throw new BadRequestError('CONFLICT', `output: another input of this batch already wrote ${key}.`, {
+            details: [
+              { field: 'output', expected: 'a path no other item of the batch writes', received: key },
+            ],
+          });
+        }
+        batch.claimed.add(key);
+      }
       outputPath = await writeAtomically(target, response.body);
     }
     return resultOf(response, outputPath, format, filename);
@@ -447,6 +460,7 @@ export class Compresso {
     const total = inputs.length;
     const items: BatchItem[] = new Array(total);
     const stems = outputDir === undefined ? undefined : batchStems(inputs);
+    const claimed = new Set<string>();
     let next = 0;
     let completed = 0;
     let fatal: CompressoError | undefined;
@@ -476,7 +490,7 @@ export class Compresso {
           const prepared = await prepareInput(input, { maxBytes: this.maxUploadBytes, filename: undefined });
           const target =
             outputDir !== undefined && stems ? { dir: outputDir, stem: stems[index]! } : undefined;
-          const result = await this.#compressPrepared(prepared, compressOptions, target);
+          const result = await this.#compressPrepared(prepared, compressOptions, { target, claimed });
           finish({ index, input: label, ok: true, result });
         } catch (caught) {
           const error = asCompressoError(caught);
