@@ -105,6 +105,14 @@ describe('a new user in Chromium: sign up, Pro by promo code, a key used with cu
     expect(await page.locator('.keys-table').textContent()).toContain(key.slice(0, 17));
     await screenshotBoth(page, 'account');
 
+    // The API reference is a page of the site: signed in, its navigation offers Log out, not Sign up.
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'API reference' }).click();
+    await page.waitForURL(/\/api\/v1\/docs$/);
+    const nav = page.getByRole('navigation', { name: 'Main' });
+    expect(await nav.getByRole('button', { name: 'Log out' }).count()).toBe(1);
+    expect(await nav.getByRole('link', { name: 'Sign up' }).count()).toBe(0);
+    await page.goto(`${server.url}/account`);
+
     const first = await curlCompress(server.url, key, join(dir, 'dune.webp'));
     expect(first.status).toBe(200);
     const meta = await sharp(first.body).metadata();

@@ -164,7 +164,7 @@ describe('the compressor page in Chromium', () => {
     await page.goto(`${server.url}/`);
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'API reference' }).click();
     await page.waitForURL(`${server.url}/api/v1/docs`);
-    expect(await page.title()).toBe('Compresso API reference');
+    expect(await page.title()).toBe('API reference · Compresso');
     const index = page.getByRole('navigation', { name: 'Endpoints' });
     await index.getByRole('link', { name: /POST \/api\/v1\/compress/ }).click();
     expect(page.url()).toMatch(/#compress$/);

@@ -18,7 +18,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { z } from 'zod';
 import { authOf, requireApiKey } from './auth.ts';
 import { compressUpload, sendCompressed, setInfoHeaders } from './compress-response.ts';
-import { docsPage } from './docs.ts';
+import { docsContent } from './docs.ts';
 import { errorHandler, sendError } from './errors.ts';
 import { sendContinue } from './expect-continue.ts';
 import { registerBatchRoutes } from './jobs/routes.ts';
@@ -27,6 +27,8 @@ import { openApiDocument } from './openapi.ts';
 import { createUploadBudget } from './upload-budget.ts';
 import { accountRouter } from './web/account.ts';
 import { compressorRouter } from './web/compressor.ts';
+import { page, sendPage } from './web/layout.ts';
+import { sessionOf } from './web/session.ts';
 
 export interface AppDeps {
   engine: Engine;
@@ -126,11 +128,6 @@ export function createApp(deps: AppDeps): express.Express {
   app.get('/api/v1/openapi.json', (_req, res) => {
     res.json(document);
   });
-  const docsHtml = docsPage(document);
-  app.get('/api/v1/docs', (_req, res) => {
-    res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'");
-    res.type('html').send(docsHtml);
-  });
   app.get('/docs', (_req, res) => {
     res.redirect(301, '/api/v1/docs');
   });
@@ -224,6 +221,20 @@ export function createApp(deps: AppDeps): express.Express {
   // First of the web routers: its session middleware sets res.locals.session for the ones after it.
   app.use(accountRouter({ db, logger, config }));
   app.use(compressorRouter({ engine, db, logger, config, uploadLimits }));
+  // After the session middleware, so the reference's navigation shows who is signed in.
+  const docsBody = docsContent(document);
+  app.get('/api/v1/docs', (_req, res) => {
+    sendPage(
+      res,
+      page({
+        title: 'API reference',
+        session: sessionOf(res),
+        current: 'docs',
+        styles: ['/static/docs.css'],
+        body: docsBody,
+      }),
+    );
+  });
 
   for (const [path, methods] of Object.entries(ROUTES)) {
     app.all(path, (req, res) => {

@@ -94,10 +94,11 @@ function curlExample(method: string, path: string, op: Json, operationSecurity: 
 }
 
 /**
- * A plain HTML reference generated from the OpenAPI document: no scripts, no external assets, so it
- * works offline and under a strict Content-Security-Policy.
+ * The API reference's content, generated once from the OpenAPI document: no scripts, no external
+ * assets, so it works offline under the site's strict Content-Security-Policy. The route puts it in
+ * the site layout (web/layout.ts) with static/docs.css, so the navigation knows who is signed in.
  */
-export function docsPage(document: Json): string {
+export function docsContent(document: Json): string {
   const info = document.info as Json;
   const paths = document.paths as Record<string, Record<string, Json>>;
   const schemas = ((document.components as Json).schemas ?? {}) as Record<string, Json>;
@@ -148,43 +149,11 @@ ${request ? `<h4>Request</h4>${request}` : ''}
         `<section id="schema-${esc(name)}"><h3>${esc(name)}</h3>${schema.description ? `<p>${prose(schema.description)}</p>` : ''}${schemaTable(schema)}</section>`,
     )
     .join('\n');
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${esc(info.title)} reference</title>
-<style>
-body{font:16px/1.55 system-ui,sans-serif;margin:0;color:#1f2937;background:#fff}
-.site{display:flex;flex-wrap:wrap;gap:.5rem 1.25rem;align-items:center;padding:.75rem 1rem;border-bottom:1px solid #d1d5db}
-.site a{color:#1d4ed8;font-weight:600}.site .brand{color:#111827;text-decoration:none;font-size:1.15rem}
-main{max-width:62rem;margin:0 auto;padding:1rem}
-a{color:#1d4ed8}a:focus-visible{outline:3px solid #1d4ed8;outline-offset:2px}
-code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
-code{background:#f3f4f6;padding:0 .25em;border-radius:.2em;overflow-wrap:anywhere}
-pre{background:#111827;color:#f9fafb;padding:.75rem 1rem;border-radius:.4rem;overflow-x:auto}pre code{background:none;color:inherit;padding:0}
-.table{overflow-x:auto}table{border-collapse:collapse;width:100%;margin:.5rem 0}
-td,th{border:1px solid #d1d5db;padding:.35em .55em;text-align:left;vertical-align:top}th{background:#f9fafb}
-small{color:#4b5563;font-weight:400}
-.toc{list-style:none;padding:0;display:grid;gap:.35rem}.toc .summary{color:#4b5563}
-.method{display:inline-block;min-width:4.2em;text-align:center;border-radius:.3em;padding:0 .35em;font-size:.8em;font-weight:700;color:#fff;background:#374151}
-.method-get{background:#166534}.method-post{background:#1d4ed8}.method-delete{background:#b91c1c}
-.status{font-weight:700;font-family:ui-monospace,monospace}.status-2xx{color:#166534}.status-4xx{color:#92400e}.status-5xx{color:#b91c1c}
-.operation{border-top:1px solid #e5e7eb;padding-top:.5rem;margin-top:1.5rem}
-.media{margin:.35rem 0}
-td:first-child code{overflow-wrap:normal;white-space:nowrap}
-.toc a{text-decoration:none}.toc a code{text-decoration:underline}
-details{margin:.35rem 0}summary{cursor:pointer;color:#1d4ed8}.headers{margin:.25rem 0 0}.headers dt{margin-top:.25rem}.headers dd{margin:0 0 0 1rem}
-h3 code{background:none;font-size:1em}
-@media (max-width:480px){.table table,.table tbody,.table tr,.table td{display:block}.table thead{display:none}.table tr{border:1px solid #d1d5db;margin:.5rem 0;padding:.25rem 0}.table td{border:none;padding:.15em .55em}}
-</style>
-</head><body>
-<header class="site"><a class="brand" href="/">Compresso</a><nav aria-label="Main"><a href="/">Compressor</a> · <a href="/api/v1/docs" aria-current="page">API reference</a> · <a href="/account">Account</a> · <a href="/signup">Sign up</a></nav></header>
-<main>
-<h1>${esc(info.title)} <small>${esc(info.version)}</small></h1>
+  return `<h1>${esc(info.title)} <small>${esc(info.version)}</small></h1>
 <p>${prose(info.description)}</p>
 <p>The examples read the server's address from <code>COMPRESSO_BASE_URL</code> and your key from <code>COMPRESSO_API_KEY</code>. Generate a key in your <a href="/account">account</a> once the Pro plan is active. Machine-readable: <a href="/api/v1/openapi.json">openapi.json</a> (OpenAPI ${esc(document.openapi)}).</p>
 <nav aria-labelledby="endpoints-title"><h2 id="endpoints-title">Endpoints</h2><ul class="toc">${toc}</ul></nav>
 ${operations.join('\n')}
 <h2>Schemas</h2>
-${models}
-</main>
-</body></html>`;
+${models}`;
 }

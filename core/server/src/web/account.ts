@@ -642,7 +642,7 @@ ${keysSection}`,
   // ---- static files shared by the pages ------------------------------------------------------
 
   const staticDir = join(import.meta.dirname, 'static');
-  for (const file of ['site.css', 'account.js']) {
+  for (const file of ['site.css', 'docs.css', 'account.js']) {
     router.get(`/static/${file}`, (_req, res) => {
       res.setHeader('Cache-Control', 'no-cache');
       res.sendFile(join(staticDir, file));
