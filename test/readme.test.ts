@@ -1,5 +1,6 @@
-import { execFile } from 'node:child_process';
-import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import sharp from 'sharp';
@@ -76,5 +77,70 @@ describe('the root README', () => {
     const written = join(app, 'photo.min.avif');
     expect((await sharp(written).metadata()).format).toBe('heif');
     expect(stdout.trim()).toMatch(new RegExp(`^${written}: \\d+(\\.\\d+)?% smaller$`));
+  });
+
+  it('installs the Node client from the clone with the npm command it gives, into a project elsewhere', async () => {
+    const project = mkdtempSync(join(tmpdir(), 'compresso-readme-install-'));
+    try {
+      expect(readme).toContain('npm install /path/to/compresso/core/client');
+      writeFileSync(join(project, 'package.json'), '{"name":"app","version":"1.0.0","private":true}');
+      // The system npm, as a user runs it; the folder has no dependencies, so nothing is fetched.
+      await run('npm', ['install', '--no-audit', '--no-fund', join(REPO, 'core/client')], {
+        cwd: project,
+        env: { ...process.env, npm_config_offline: 'true' },
+      });
+      const { stdout } = await run(
+        process.execPath,
+        ['-e', "const { Compresso } = require('@compresso/client'); console.log(typeof Compresso)"],
+        { cwd: project },
+      );
+      expect(stdout.trim()).toBe('function');
+    } finally {
+      rmSync(project, { recursive: true, force: true });
+    }
+  });
+
+  it('the MCP configuration for a clone starts compresso-mcp, which lists its four tools', async () => {
+    const json = /```json\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
+    const config = JSON.parse(json.replaceAll('/path/to/compresso', REPO));
+    const entry = config.mcpServers.compresso as {
+      command: string;
+      args: string[];
+      env: Record<string, string>;
+    };
+    expect(entry.command).toBe('node');
+    const child = spawn(process.execPath, entry.args, {
+      env: { PATH: process.env['PATH'], ...entry.env, COMPRESSO_BASE_URL: srv.url },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    try {
+      let out = '';
+      const listed = new Promise<string[]>((resolve, reject) => {
+        child.stdout.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+          for (const line of out.split('\n')) {
+            if (!line.includes('"id":2')) continue;
+            resolve(JSON.parse(line).result.tools.map((t: { name: string }) => t.name));
+          }
+        });
+        child.once('exit', (code) => reject(new Error(`compresso-mcp exited ${code}`)));
+      });
+      const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
+      send({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'readme', version: '1' },
+        },
+      });
+      send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      send({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+      expect((await listed).sort()).toEqual(['compress_batch', 'compress_image', 'get_usage', 'image_info']);
+    } finally {
+      child.kill();
+    }
   });
 });
