@@ -163,6 +163,22 @@ class CompressTests(RealServerCase):
         self.assertLess(replaced.output_size, len(before))
         self.assertEqual([p.name for p in self.tmp.iterdir()], [src.name])  # no temporary file left
 
+    def test_written_file_mode_follows_the_umask_as_the_node_client_and_cli_do(self) -> None:
+        # 0o666 & ~umask is what open(2), Node's writeFile and the CLI give; a private 0600 file (what
+        # tempfile.mkstemp makes) is one a web server in another account cannot serve. Two umasks, each
+        # giving a mode other than 0600 and than the other's, so neither a fixed mode nor the runner's own
+        # umask can pass; the umask is process-wide, so it is restored at once (the server is another process).
+        src = self.copy(ICON)
+        for umask in (0o022, 0o007):
+            with self.subTest(umask=oct(umask)):
+                previous = os.umask(umask)
+                try:
+                    result = self.client.compress(src, self.tmp / f"out-{umask:o}.webp", format="webp")
+                finally:
+                    os.umask(previous)
+                mode = os.stat(result.output_path).st_mode & 0o777
+                self.assertEqual(oct(mode), oct(0o666 & ~umask))
+
     def test_same_bytes_as_curl_for_the_same_options(self) -> None:
         curl = shutil.which("curl")
         self.assertIsNotNone(curl, "curl is needed for the cross-client check (apt-get install -y curl)")

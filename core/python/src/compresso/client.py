@@ -8,8 +8,8 @@ import json
 import os
 import platform
 import random
+import secrets
 import socket
-import tempfile
 import threading
 import time
 import urllib.error
@@ -245,12 +245,34 @@ def _same_file(a: str, b: Optional[str]) -> bool:
         return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
 
 
+# O_EXCL: a name another writer (a batch thread, another process) already holds is never shared, and a
+# symlink planted at the name is not followed. O_BINARY: on Windows each \n byte would otherwise become \r\n.
+_TEMPORARY_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+_TEMPORARY_ATTEMPTS = 100
+
+
+def _create_temporary(folder: str) -> Tuple[int, str]:
+    """A new, empty file in ``folder`` with the mode any other program's new file gets (0666 less the umask).
+
+    Not tempfile.mkstemp: it makes the file 0600 and the rename keeps that, so the result would be
+    unreadable to, say, a web server serving the folder, unlike what the Node client and the CLI write.
+    The umask is not changed to get there: it is process-wide, and a batch writes from several threads.
+    """
+    for _ in range(_TEMPORARY_ATTEMPTS):
+        tmp = os.path.join(folder, f".compresso-{secrets.token_hex(8)}.tmp")
+        try:
+            return os.open(tmp, _TEMPORARY_FLAGS, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"No free temporary name in {folder!r} after {_TEMPORARY_ATTEMPTS} attempts.")
+
+
 def _write_atomically(path: str, data: bytes) -> None:
     # A temporary file in the same folder, renamed into place: an interrupted write never leaves half an
     # image where a good one (perhaps the original, under overwrite=True) used to be.
     folder = os.path.dirname(path) or "."
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".compresso-", suffix=".tmp", dir=folder)
+    fd, tmp = _create_temporary(folder)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
