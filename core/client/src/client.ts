@@ -547,6 +547,7 @@ export class Compresso {
     const wire: WireRequest = {
       method: spec.method,
       url: `${this.baseUrl}${spec.path}`,
+      server: this.baseUrl,
       headers: {
         authorization: `Bearer ${this.#apiKey}`,
         accept: spec.accept,

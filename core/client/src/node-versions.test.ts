@@ -60,7 +60,8 @@ import * as require_fs from 'node:fs';
 ${BODY}`;
 
 // Faults, on each runtime's own transport (node:http on 16, fetch on 18 and 24): a reset and a 503 are
-// retried and then succeed, the daily quota is not retried, a silent server is a TimeoutError.
+// retried and then succeed, the daily quota is not retried, a silent server is a TimeoutError; the
+// timeout and a refused connection name the address tried.
 const FAULTS = `const { Compresso } = require('@compresso/client');
 (async () => {
   const out = {};
@@ -69,11 +70,13 @@ const FAULTS = `const { Compresso } = require('@compresso/client');
   out.recovered = recovered.data.toString('base64');
   async function failure(promise) {
     try { await promise; return null; } catch (e) {
-      return { name: e.name, code: e.code, status: e.status, retryAfter: e.retryAfter, quotaExceeded: e.quotaExceeded };
+      return { name: e.name, code: e.code, status: e.status, retryAfter: e.retryAfter, quotaExceeded: e.quotaExceeded,
+        message: e.message };
     }
   }
   out.quota = await failure(client.compress(process.env.PHOTO, { format: 'webp', quality: 70, output: false }));
   out.silent = await failure(new Compresso(undefined, { baseUrl: process.env.FAULTS_URL, maxRetries: 0, timeout: 300 }).usage());
+  out.refused = await failure(new Compresso(undefined, { baseUrl: process.env.REFUSED_URL, maxRetries: 0 }).usage());
   console.log(JSON.stringify(out));
 })().catch((e) => { console.error(e); process.exit(1); });
 `;
@@ -100,6 +103,7 @@ let steps: Step[] = [];
 let seen: { path: string; at: number }[] = [];
 let faults: Server;
 let faultsUrl: string;
+let refusedUrl: string;
 
 function faultAnswer(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
   const step = steps.shift() ?? 'pass';
@@ -141,6 +145,11 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => faults.listen(0, '127.0.0.1', resolve));
   faultsUrl = `http://127.0.0.1:${(faults.address() as AddressInfo).port}`;
+  // A port just freed: nothing listens there, so a connection to it is refused.
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  refusedUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+  await new Promise((resolve) => closed.close(resolve));
 });
 afterAll(async () => {
   faults?.closeAllConnections();
@@ -232,7 +241,7 @@ describe.runIf(linuxX64)('the built package on Node 16, 18 and 24 (CommonJS and 
   );
 
   it.each(RUNTIMES.map(([major, bin]) => ({ major, bin })))(
-    'Node $major: a reset and a 503 are retried and then succeed; the daily quota is not; silence is a TimeoutError',
+    'Node $major: a reset and a 503 are retried and then succeed; the daily quota is not; silence and a refusal name the address',
     async ({ bin }) => {
       steps = [
         'reset',
@@ -248,13 +257,20 @@ describe.runIf(linuxX64)('the built package on Node 16, 18 and 24 (CommonJS and 
       seen = [];
       const { stdout } = await run(bin, [join(app, 'faults.cjs')], {
         cwd: app,
-        env: { PATH: process.env['PATH'], COMPRESSO_API_KEY: key, FAULTS_URL: faultsUrl, PHOTO },
+        env: {
+          PATH: process.env['PATH'],
+          COMPRESSO_API_KEY: key,
+          FAULTS_URL: faultsUrl,
+          REFUSED_URL: refusedUrl,
+          PHOTO,
+        },
         timeout: 60_000,
       });
       const result = JSON.parse(stdout.trim().split('\n').pop()!) as {
         recovered: string;
         quota: unknown;
         silent: unknown;
+        refused: unknown;
       };
       // Three tries of the first compress, one of the second, one usage: nothing more was sent.
       expect(seen.map((r) => r.path)).toEqual([
@@ -278,8 +294,18 @@ describe.runIf(linuxX64)('the built package on Node 16, 18 and 24 (CommonJS and 
         status: 429,
         retryAfter: 3600,
         quotaExceeded: true,
+        message: 'fake QUOTA_EXCEEDED',
       });
-      expect(result.silent).toMatchObject({ name: 'TimeoutError', code: 'TIMEOUT' });
+      expect(result.silent).toMatchObject({
+        name: 'TimeoutError',
+        code: 'TIMEOUT',
+        message: `No complete answer from ${faultsUrl} within 300 ms (GET /api/v1/usage).`,
+      });
+      expect(result.refused).toMatchObject({
+        name: 'ConnectionError',
+        code: 'CONNECTION_ERROR',
+        message: `Could not reach the Compresso server at ${refusedUrl} (GET /api/v1/usage: ECONNREFUSED).`,
+      });
     },
   );
 

@@ -273,6 +273,8 @@ describe('timeouts, aborts and refused connections', () => {
     const error = await rejection(client({ timeout: 300, maxRetries: 1 }).usage());
     expect(error).toBeInstanceOf(TimeoutError);
     expect(error.code).toBe('TIMEOUT');
+    // The address waited on: a wrong COMPRESSO_BASE_URL is otherwise invisible.
+    expect(error.message).toBe(`No complete answer from ${url} within 300 ms (GET /api/v1/usage).`);
     expect(received).toHaveLength(2);
     expect(Date.now() - started).toBeGreaterThanOrEqual(600);
   });
@@ -309,16 +311,20 @@ describe('timeouts, aborts and refused connections', () => {
     expect(await rejection(client().usage({ signal: already.signal }))).toBeInstanceOf(AbortError);
   });
 
-  it('a refused connection is a ConnectionError naming ECONNREFUSED, after the retries', async () => {
+  it('a refused connection is a ConnectionError naming the address tried and ECONNREFUSED, after the retries', async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
+    // A trailing slash and the API root are accepted as the base; the message names the base as used.
     const error = await rejection(
-      new Compresso('k', { baseUrl: `http://127.0.0.1:${port}`, maxRetries: 1 }).usage(),
+      new Compresso('k', { baseUrl: `http://127.0.0.1:${port}/api/v1/`, maxRetries: 1 }).usage(),
     );
     expect(error).toBeInstanceOf(ConnectionError);
     expect(error.code).toBe('CONNECTION_ERROR');
+    expect(error.message).toBe(
+      `Could not reach the Compresso server at http://127.0.0.1:${port} (GET /api/v1/usage: ECONNREFUSED).`,
+    );
     expect(error.details).toEqual({ code: 'ECONNREFUSED' });
     expect(error.status).toBeUndefined();
   });

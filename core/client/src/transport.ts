@@ -4,6 +4,11 @@ import { AbortError, CompressoError, ConnectionError, TimeoutError } from './err
 export interface WireRequest {
   method: 'GET' | 'POST' | 'DELETE';
   url: string;
+  /**
+   * The base URL `url` was built on (origin and path, never credentials): named in connection and
+   * timeout errors, so a wrong or missing COMPRESSO_BASE_URL shows which address was tried.
+   */
+  server: string;
   headers: Record<string, string>;
   multipart?: {
     file: { bytes: Uint8Array; filename: string; contentType: string };
@@ -85,10 +90,19 @@ async function encodedBody(
   return { body: form.getBuffer(), headers };
 }
 
-function failure(control: AttemptControl, cause: unknown, what: string): CompressoError {
+function failure(
+  control: AttemptControl,
+  cause: unknown,
+  request: WireRequest,
+  what: string,
+): CompressoError {
   if (control.signal.aborted) {
     return control.reason() === 'timeout'
-      ? new TimeoutError('TIMEOUT', `No complete answer within ${control.timeoutMs} ms (${what}).`, { cause })
+      ? new TimeoutError(
+          'TIMEOUT',
+          `No complete answer from ${request.server} within ${control.timeoutMs} ms (${what}).`,
+          { cause },
+        )
       : new AbortError('ABORTED', `The request was aborted (${what}).`, {
           cause: control.signal.reason ?? cause,
         });
@@ -96,7 +110,7 @@ function failure(control: AttemptControl, cause: unknown, what: string): Compres
   const code = networkCode(cause);
   return new ConnectionError(
     'CONNECTION_ERROR',
-    `Could not reach the Compresso server (${what}${code ? `: ${code}` : ''}).`,
+    `Could not reach the Compresso server at ${request.server} (${what}${code ? `: ${code}` : ''}).`,
     { cause, details: code ? { code } : undefined },
   );
 }
@@ -126,13 +140,13 @@ export function fetchTransport(fetchImpl: typeof fetch): Transport {
         redirect: 'error',
       });
     } catch (cause) {
-      throw failure(control, cause, `${request.method} ${new URL(request.url).pathname}`);
+      throw failure(control, cause, request, `${request.method} ${new URL(request.url).pathname}`);
     }
     let bytes: ArrayBuffer;
     try {
       bytes = await response.arrayBuffer();
     } catch (cause) {
-      throw failure(control, cause, 'reading the answer');
+      throw failure(control, cause, request, 'reading the answer');
     }
     const responseHeaders: Record<string, string> = {};
     response.headers.forEach((value, name) => {
@@ -152,7 +166,7 @@ export function httpTransport(): Transport {
     const what = `${request.method} ${url.pathname}`;
     return new Promise<WireResponse>((resolve, reject) => {
       if (control.signal.aborted) {
-        reject(failure(control, control.signal.reason, what));
+        reject(failure(control, control.signal.reason, request, what));
         return;
       }
       const req = http.request(url, {
@@ -163,23 +177,25 @@ export function httpTransport(): Transport {
           ...(payload ? { 'content-length': String(payload.byteLength) } : {}),
         },
       });
-      const onAbort = () => req.destroy(failure(control, control.signal.reason, what));
+      const onAbort = () => req.destroy(failure(control, control.signal.reason, request, what));
       control.signal.addEventListener('abort', onAbort, { once: true });
       const done = () => control.signal.removeEventListener('abort', onAbort);
       req.on('error', (cause) => {
         done();
-        reject(cause instanceof CompressoError ? cause : failure(control, cause, what));
+        reject(cause instanceof CompressoError ? cause : failure(control, cause, request, what));
       });
       req.on('response', (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('error', (cause) => {
           done();
-          reject(cause instanceof CompressoError ? cause : failure(control, cause, 'reading the answer'));
+          reject(
+            cause instanceof CompressoError ? cause : failure(control, cause, request, 'reading the answer'),
+          );
         });
         res.on('aborted', () => {
           done();
-          reject(failure(control, new Error('answer cut off'), 'reading the answer'));
+          reject(failure(control, new Error('answer cut off'), request, 'reading the answer'));
         });
         res.on('end', () => {
           done();
