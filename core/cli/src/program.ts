@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isCompressoError } from '@compresso/schema';
 import { Command, CommanderError } from 'commander';
 import { attachContext, contextOf } from './context.ts';
 import { type CliIo, processIo } from './io.ts';
@@ -70,6 +71,12 @@ export async function run(argv: readonly string[], io: CliIo = processIo()): Pro
     if (error instanceof UsageError) {
       io.stderr.write(`compresso: error: ${error.message}\n`);
       return EXIT_USAGE;
+    }
+    if (isCompressoError(error)) {
+      // A refusal with our own code and words (a port in use, a database that does not answer): the
+      // message says what to do, so no stack trace and no "please report it".
+      io.stderr.write(`compresso: error: ${error.code}: ${error.message}\n`);
+      return EXIT_FAILURES;
     }
     const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
     io.stderr.write(`compresso: unexpected error (a bug; please report it):\n${detail}\n`);

@@ -36,7 +36,7 @@ describe('startServer', () => {
     try {
       const hint = lines.find((l) => String(l.msg).startsWith('No accounts yet'));
       expect(hint?.next_steps).toEqual(
-        expect.arrayContaining(['compresso account create --email you@example.com']),
+        expect.arrayContaining(['npx compresso account create --email you@example.com']),
       );
       // The browser way in, at this server's own address.
       expect(hint?.msg).toContain(`sign up at ${running.url}/signup`);

@@ -14,6 +14,7 @@ import {
   openQueue,
   type QueueWorker,
 } from '@compresso/runtime';
+import { CompressoError } from '@compresso/schema';
 import type express from 'express';
 import { createApp } from './app.ts';
 import { deferContinue } from './expect-continue.ts';
@@ -104,13 +105,25 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   }
   const app = createApp({ engine, db, logger, config, queue, blobs, metrics });
   const server = createHttpServer(app, config);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (error) {
+    // A port in use or not allowed: close what was opened (the worker, its sweeper, Redis and database
+    // connections) so the process can end with the error instead of hanging on open handles.
+    await batchSweeper?.close();
+    await worker?.close({ timeoutMs: 1000 });
+    unwatch();
+    stopQueueLog();
+    await Promise.allSettled([queue.close(), engine.close(), blobs.close()]);
+    await db.close();
+    throw listenError(error, config.host, config.port);
+  }
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host === '0.0.0.0' || host === '[::]' ? 'localhost' : host}:${address.port}`;
@@ -132,11 +145,12 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     // First start: say how to get in, without creating or printing any secret.
     logger.warn(
       {
+        // As typed in the clone, where `compresso` is not on the PATH but `npx compresso` finds it.
         next_steps: [
-          'compresso account create --email you@example.com',
-          'compresso promo create LAUNCH --plan pro --uses 1',
-          'compresso account plan you@example.com --promo LAUNCH',
-          'compresso keys create --account you@example.com --name laptop',
+          'npx compresso account create --email you@example.com',
+          'npx compresso promo create LAUNCH --plan pro --uses 1',
+          'npx compresso account plan you@example.com --promo LAUNCH',
+          'npx compresso keys create --account you@example.com --name laptop',
         ],
       },
       // The CLI must reach the same database. The PostgreSQL URL is not repeated: it may hold a password.
@@ -183,4 +197,23 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
 
   if (options.handleSignals !== false) exitOnSignals(logger, close, 'server');
   return { server, url, config, db, logger, engine, queue, blobs, worker, close };
+}
+
+/**
+ * The listen failures an operator causes (a port in use, a privileged port, an address this machine
+ * does not have) as a CompressoError that says what to change; anything else as it came.
+ */
+function listenError(error: unknown, host: string, port: number): unknown {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const where = `${host}:${port}`;
+  const fix = 'choose another with --port or PORT (and --host or HOST)';
+  const message =
+    code === 'EADDRINUSE'
+      ? `${where} is already in use (another compresso serve?). Stop that process, or ${fix}.`
+      : code === 'EACCES'
+        ? `No permission to listen on ${where} (ports below 1024 need privileges); ${fix}.`
+        : code === 'EADDRNOTAVAIL'
+          ? `${host} is not an address of this machine; ${fix}.`
+          : undefined;
+  return message ? new CompressoError('SERVICE_UNAVAILABLE', message, { cause: error }) : error;
 }
