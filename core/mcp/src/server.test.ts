@@ -387,6 +387,10 @@ describe('image_info', () => {
     expect(parsed.output_size).toBeLessThan(parsed.input_size);
     expect(readdirSync(dir)).toEqual(['rocket.jpg']);
     expect(textOf(result)).toContain('Nothing was written');
+    // Sizes as the CLI and the web compressor count them: 112 525 bytes is 112.5 kB (not 109.9 KB).
+    expect(textOf(result)).toContain(
+      `${source}: 112.5 kB jpeg 640×427 → ${(parsed.output_size / 1000).toFixed(1)} kB webp 300×200`,
+    );
   });
 });
 

@@ -14,6 +14,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { BASE_URL_ENV, errorBody, errorResult, KEY_ENV } from './errors.ts';
+import { formatBytes } from './format.ts';
 import { type CheckedInput, checkInputFile, checkOutputDir, checkOutputPath } from './paths.ts';
 import {
   compressBatchInput,
@@ -55,12 +56,6 @@ const INSTRUCTIONS = `Compresso compresses images on this machine through the Co
 - compress_batch: up to 100 images at once; each file succeeds or fails on its own.
 - get_usage: the plan and today's request count.
 Paths must be absolute. Each call counts one request (a batch: one per file) against the daily quota.`;
-
-function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
-  return `${(n / (1024 * 1024)).toFixed(2)} MB`;
-}
 
 /**
  * The compress options of a call, validated by @compresso/schema exactly as the server validates
