@@ -368,6 +368,9 @@ export function describeDatabaseBattery(name: string, open: () => Promise<Databa
         const account = await createAccount(db, 'reset@example.com');
         await db.insertResetToken('t1', account.id, '2026-01-01T00:00:00.000Z', '2026-01-01T00:30:00.000Z');
         await db.insertResetToken('t2', account.id, '2026-01-01T00:00:00.000Z', '2026-01-01T00:30:00.000Z');
+        // Looking does not use it up.
+        expect(await db.resetTokenUsable('t1', '2026-01-01T00:10:00.000Z')).toBe(true);
+        expect(await db.resetTokenUsable('t1', '2026-01-01T00:10:00.000Z')).toBe(true);
         const uses = await Promise.all([
           db.consumeResetToken('t1', '2026-01-01T00:10:00.000Z'),
           db.consumeResetToken('t1', '2026-01-01T00:10:00.000Z'),
@@ -376,6 +379,10 @@ export function describeDatabaseBattery(name: string, open: () => Promise<Databa
         expect(uses.filter((u) => u === undefined)).toHaveLength(1);
         expect(await db.consumeResetToken('t2', '2026-01-01T00:30:00.000Z')).toBeUndefined();
         expect(await db.consumeResetToken('unknown', '2026-01-01T00:10:00.000Z')).toBeUndefined();
+        expect(await db.resetTokenUsable('t1', '2026-01-01T00:10:00.000Z')).toBe(false); // used
+        expect(await db.resetTokenUsable('t2', '2026-01-01T00:30:00.000Z')).toBe(false); // expired
+        expect(await db.resetTokenUsable('t2', '2026-01-01T00:29:59.000Z')).toBe(true);
+        expect(await db.resetTokenUsable('unknown', '2026-01-01T00:10:00.000Z')).toBe(false);
       }),
     );
 

@@ -218,6 +218,8 @@ export interface Database {
    * id when the token existed, was unused and unexpired at `now`; undefined otherwise.
    */
   consumeResetToken(hash: string, now: string): Promise<string | undefined>;
+  /** Whether a reset token would still work at `now` (unused, unexpired), without using it. */
+  resetTokenUsable(hash: string, now: string): Promise<boolean>;
   /**
    * Count one failed log-in for `subject`, atomically. A count whose last failure is before
    * `windowStart` starts again at 1. Returns the count after this failure.

@@ -694,6 +694,13 @@ export function postgresDatabase(options: PostgresOptions): Database {
       );
       return row ? String(row.account_id) : undefined;
     },
+    async resetTokenUsable(hash, now) {
+      const row = await one(
+        `SELECT 1 FROM password_reset_tokens WHERE hash = $1 AND used_at IS NULL AND expires_at > $2`,
+        [hash, now],
+      );
+      return row !== undefined;
+    },
     async recordLoginFailure(subject, now, windowStart) {
       const row = await one(
         `INSERT INTO login_failures (subject, failures, last_failed_at) VALUES ($1, 1, $2)

@@ -613,6 +613,14 @@ export function sqliteDatabase(options: SqliteOptions = {}): Database {
       ).get(now, hash, now) as Row | undefined;
       return row ? String(row.account_id) : undefined;
     },
+    async resetTokenUsable(hash, now) {
+      return (
+        stmt(`SELECT 1 FROM password_reset_tokens WHERE hash = ? AND used_at IS NULL AND expires_at > ?`).get(
+          hash,
+          now,
+        ) !== undefined
+      );
+    },
     async recordLoginFailure(subject, now, windowStart) {
       const row = stmt(
         `INSERT INTO login_failures (subject, failures, last_failed_at) VALUES (?, 1, ?)

@@ -108,7 +108,8 @@ describe('web account pages on PostgreSQL, two instances', () => {
     const onB2 = new Browser(b.url);
     res = await onB2.submit(`/reset/${reset}`, `/reset/${reset}`, { password: 'new postgres passphrase' });
     expect(res.status).toBe(303);
-    res = await stranger.submit(`/reset/${reset}`, `/reset/${reset}`, {
+    expect((await stranger.get(`/reset/${reset}`)).status).toBe(400);
+    res = await stranger.submit('/reset', `/reset/${reset}`, {
       password: 'third postgres passphrase',
     });
     expect(res.status).toBe(400);

@@ -276,8 +276,11 @@ describe('web account pages over real HTTP', () => {
     expect(res.headers.get('location')).toBe('/account?notice=password');
     expect((await browser.get('/account')).status).toBe(200);
 
-    // Single use.
-    res = await browser.submit(`/reset/${token}`, `/reset/${token}`, { password: 'another new passphrase' });
+    // Single use: the link's page says so at once, and a form posted to it anyway is refused.
+    res = await browser.get(`/reset/${token}`);
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('This reset link does not work');
+    res = await browser.submit('/reset', `/reset/${token}`, { password: 'another new passphrase' });
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('This reset link does not work');
 
@@ -300,7 +303,8 @@ describe('web account pages over real HTTP', () => {
       new Date(created.getTime() + 30 * 60 * 1000).toISOString(),
     );
     const browser = new Browser(server.url);
-    const res = await browser.submit(`/reset/${token}`, `/reset/${token}`, {
+    expect((await browser.get(`/reset/${token}`)).status).toBe(400);
+    const res = await browser.submit('/reset', `/reset/${token}`, {
       password: 'a brand new passphrase',
     });
     expect(res.status).toBe(400);

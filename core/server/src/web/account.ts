@@ -400,6 +400,8 @@ ${errors.form ? `<p class="alert" role="alert">${escapeHtml(errors.form)}</p>` :
   router.get('/reset/:token', async (req, res) => {
     const token = String(req.params.token);
     if (!RESET_TOKEN.test(token)) return invalidResetLink(res);
+    // Say a used or expired link is dead before the person types a new password into it.
+    if (!(await db.resetTokenUsable(sha256(token), new Date().toISOString()))) return invalidResetLink(res);
     await resetTokenPage(req, res, token);
   });
 
