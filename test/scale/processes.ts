@@ -116,7 +116,16 @@ export async function startServe(name: string, env: NodeJS.ProcessEnv, extra: st
 
 export async function startWorkerProc(name: string, env: NodeJS.ProcessEnv, extra: string[] = []) {
   const proc = startProc(name, ['worker', ...extra], env);
-  await proc.waitFor((l) => typeof l === 'object' && l.msg === 'compresso worker started', 60_000);
+  const started = (await proc.waitFor(
+    (l) => typeof l === 'object' && l.msg === 'compresso worker started',
+    60_000,
+  )) as Record<string, unknown>;
+  // The start line names where the worker reads originals: it must be the API processes' blob store.
+  if (env['COMPRESSO_BLOB_DIR'] && started['blob_location'] !== env['COMPRESSO_BLOB_DIR']) {
+    throw new Error(
+      `${name}: reads blobs from ${String(started['blob_location'])}, not ${env['COMPRESSO_BLOB_DIR']}`,
+    );
+  }
   return proc;
 }
 

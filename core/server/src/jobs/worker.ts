@@ -134,7 +134,16 @@ export async function startWorker(options: StartWorkerOptions = {}): Promise<Run
   const worker = startBatchWorker({ queue, db, blobs, engine, logger, config, concurrency });
   const sweeper = startSweeper({ db, queue, logger, config });
   logger.info(
-    { queue: queue.name, concurrency, database: db.kind, blobs: blobs.kind, engine: engine.stats() },
+    {
+      queue: queue.name,
+      concurrency,
+      database: db.kind,
+      blobs: blobs.kind,
+      // Where originals are read from: a worker must share it with the API processes, and a wrong
+      // directory otherwise shows only as items failing one by one.
+      blob_location: config.s3Bucket ? `s3://${config.s3Bucket}` : config.blobDir,
+      engine: engine.stats(),
+    },
     'compresso worker started',
   );
 
