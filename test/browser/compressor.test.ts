@@ -69,6 +69,10 @@ describe('the compressor page in Chromium', () => {
     for (const name of THREE) {
       const row = page.locator('.result', { hasText: name });
       await expect.poll(() => row.locator('.sizes').textContent()).toMatch(/Before.*After.*Savings\s*\d+/s);
+      // Sizes read as the CLI and the MCP server print them (powers of 1000, kB, one decimal).
+      expect(await row.locator('.sizes').textContent()).toMatch(
+        /Before\s*\d+\.\d (kB|MB)\b.*After\s*\d+\.\d (kB|MB)\b/s,
+      );
       if (name.endsWith('.heic')) {
         expect(await row.locator('.compare-slider').count()).toBe(0);
         expect(await row.locator('figcaption.note').textContent()).toMatch(/cannot display this original/);

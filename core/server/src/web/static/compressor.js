@@ -26,7 +26,8 @@ let running = 0;
 let stopped;
 let lowestRemaining = Number.POSITIVE_INFINITY;
 
-const units = ['B', 'KB', 'MB', 'GB'];
+// The same text as the CLI and the MCP server give for the same file: powers of 1000, kB, one decimal.
+const units = ['B', 'kB', 'MB', 'GB'];
 function formatBytes(bytes) {
   let value = bytes;
   let unit = 0;
@@ -34,7 +35,7 @@ function formatBytes(bytes) {
     value /= 1000;
     unit += 1;
   }
-  return `${unit === 0 ? value : value.toFixed(value < 10 ? 2 : 1)} ${units[unit]}`;
+  return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
 }
 
 function element(tag, attributes = {}, text) {
