@@ -32,7 +32,8 @@ export const IMAGE_OPTION_FIELDS = [
 /** Largest batch in one call: a batch holds every result in memory and an assistant waits for it. */
 export const MAX_BATCH_FILES = 100;
 /** Results up to this size are also returned as image content, so the assistant can look at them. */
-export const IMAGE_CONTENT_LIMIT = 256 * 1024;
+// 256 kB in the units the tools print sizes in (powers of 1000), so the limit reads as it is.
+export const IMAGE_CONTENT_LIMIT = 256_000;
 
 const imageOptions = {
   quality: optionField('quality'),
@@ -71,7 +72,7 @@ export const compressImageInput = {
     .boolean()
     .default(true)
     .describe(
-      `Also return the compressed image as image content when it is at most ${IMAGE_CONTENT_LIMIT / 1024} KB and JPEG, PNG, WebP or GIF. Default true.`,
+      `Also return the compressed image as image content when it is at most ${IMAGE_CONTENT_LIMIT / 1000} kB and JPEG, PNG, WebP or GIF. Default true.`,
     ),
 };
 
