@@ -94,15 +94,6 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const metrics = createMetrics({ engine, queue, logger });
   const unwatch = metrics.watchQueue(queue);
   const stopQueueLog = logQueueErrors(queue, logger);
-  let worker: QueueWorker | undefined;
-  let batchSweeper: BatchSweeper | undefined;
-  if (workers > 0) {
-    worker = startBatchWorker({ queue, db, blobs, engine, logger, config, concurrency: workers });
-    // All of them at once, without the sweep's grace: this queue is new, so every item the database
-    // has queued was lost with the previous process. The sweep then keeps it that way.
-    if (queue.kind === 'inline') await requeueQueuedItems(db, queue, logger);
-    batchSweeper = startSweeper({ db, queue, logger, config });
-  }
   const app = createApp({ engine, db, logger, config, queue, blobs, metrics });
   const server = createHttpServer(app, config);
   try {
@@ -114,15 +105,24 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       });
     });
   } catch (error) {
-    // A port in use or not allowed: close what was opened (the worker, its sweeper, Redis and database
-    // connections) so the process can end with the error instead of hanging on open handles.
-    await batchSweeper?.close();
-    await worker?.close({ timeoutMs: 1000 });
+    // A port in use or not allowed: close what was opened (Redis and database connections) so the
+    // process ends with the error instead of hanging on open handles.
     unwatch();
     stopQueueLog();
-    await Promise.allSettled([queue.close(), engine.close(), blobs.close()]);
-    await db.close();
+    await Promise.allSettled([queue.close(), engine.close(), blobs.close(), db.close()]);
     throw listenError(error, config.host, config.port);
+  }
+  // Batch work starts only once this process has its port: a second `serve` started by mistake on
+  // the same data directory fails above before it can take the first one's queued items.
+  let worker: QueueWorker | undefined;
+  let batchSweeper: BatchSweeper | undefined;
+  if (workers > 0) {
+    worker = startBatchWorker({ queue, db, blobs, engine, logger, config, concurrency: workers });
+    // All of them at once, without the sweep's grace: this queue is new, so every item the database
+    // has queued was lost with the previous process. The sweep then keeps it that way. Re-adding an
+    // item a request queued meanwhile is harmless: job ids make adds idempotent.
+    if (queue.kind === 'inline') await requeueQueuedItems(db, queue, logger);
+    batchSweeper = startSweeper({ db, queue, logger, config });
   }
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
