@@ -50,3 +50,67 @@ describe('compresso serve on a port that is taken', () => {
     }
   });
 });
+
+describe('compresso serve and signals', () => {
+  it('a first SIGTERM waits for the upload in flight; a second one exits 1 at once and says why', async () => {
+    const { spawn } = await import('node:child_process');
+    const { request } = await import('node:http');
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { loadConfig, openDatabase } = await import('@compresso/runtime');
+    const { proAccount } = await import('../../server/src/test-helpers.ts');
+    const dataDir = mkdtempSync(join(tmpdir(), 'compresso-signals-'));
+    const db = await openDatabase(loadConfig({ COMPRESSO_DATA_DIR: dataDir }));
+    const { key } = await proAccount(db, 'signals@example.com');
+    await db.close();
+    const child = spawn(
+      join(repoRoot, 'node_modules/.bin/compresso'),
+      ['serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir],
+      { cwd: repoRoot, env: { ...env, LOG_LEVEL: 'info', COMPRESSO_SHUTDOWN_TIMEOUT_MS: '30000' } },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const until = async (check: () => boolean, what: string) => {
+      for (let i = 0; i < 300 && !check(); i++) await new Promise((r) => setTimeout(r, 50));
+      if (!check()) throw new Error(`timed out waiting for ${what}\n${stdout}\n${stderr}`);
+    };
+    try {
+      await until(() => /serving (http:\/\/[^/]+)/.test(stderr), 'the server');
+      const base = /serving (http:\/\/[^/]+)/.exec(stderr)![1]!;
+      // An upload that never finishes: the graceful close has to wait for it (30 s here). The server
+      // sends 100 Continue only once the handler reads the body, so after it the upload is in flight.
+      const upload = request(`${base}/api/v1/compress`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'multipart/form-data; boundary=x',
+          'content-length': '1000000',
+          expect: '100-continue',
+        },
+      });
+      upload.on('error', () => {});
+      const continued = new Promise((r) => upload.once('continue', r));
+      upload.flushHeaders();
+      await continued;
+      upload.write('--x\r\nContent-Disposition: form-data; name="file"; filename="a.jpg"\r\n\r\n');
+
+      child.kill('SIGTERM');
+      await until(() => stdout.includes('shutting down'), 'the graceful close to start');
+      expect(child.exitCode).toBeNull();
+      child.kill('SIGTERM');
+      expect(await exited).toBe(1);
+      expect(stdout).toContain('second signal, exiting without finishing in-flight work');
+      upload.destroy();
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,11 +1,19 @@
 import type { Logger } from '@compresso/runtime';
 
 /**
- * SIGINT/SIGTERM start a graceful close once (a second signal does not cut it short: orchestrators
- * send SIGKILL after their own grace period), then exit 0, or 1 when closing failed.
+ * The first SIGINT/SIGTERM starts a graceful close, then exits 0 (1 when closing failed). A second
+ * signal while it runs — Ctrl-C pressed again in a terminal — exits 1 at once, leaving in-flight work
+ * unfinished (batch items go back to the queue through its own stall handling), and says so in the log.
+ * Orchestrators send one SIGTERM and SIGKILL after their own grace period, so they get the graceful path.
  */
 export function exitOnSignals(logger: Logger, close: () => Promise<void>, what: string): void {
+  let closing = false;
   const onSignal = (signal: NodeJS.Signals) => {
+    if (closing) {
+      logger.warn({ signal }, `${what}: second signal, exiting without finishing in-flight work`);
+      process.exit(1);
+    }
+    closing = true;
     logger.info({ signal }, 'signal received');
     close().then(
       () => process.exit(0),
@@ -15,6 +23,6 @@ export function exitOnSignals(logger: Logger, close: () => Promise<void>, what: 
       },
     );
   };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
 }
