@@ -61,11 +61,14 @@ describe('README: batch jobs', () => {
       expect((await sharp(join(dir, 'a.webp')).metadata()).format).toBe('webp');
       // The URL batch is accepted (202) and answered with its job; fetching happens later.
       expect(JSON.parse(stdout)).toMatchObject({ status: 'queued', progress: { total: 1 } });
-    } finally {
+
       // SIGTERM is a graceful stop: the process closes its queue and database and exits 0.
       const exited = new Promise<number | null>((r) => server.once('exit', (code) => r(code)));
       server.kill('SIGTERM');
       expect(await exited).toBe(0);
+    } finally {
+      // Only when a step above failed: never leave a server behind, and never hide that failure.
+      if (server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
     }
   });
 });
