@@ -2,10 +2,13 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { fileBlobStore, loadConfig, openBlobStore } from '@compresso/runtime';
 import { s3BlobStore } from '@compresso/runtime/s3';
@@ -141,6 +144,44 @@ describe('s3BlobStore', () => {
       expect(isCompressoError(error) && error.code).toBe('SERVICE_UNAVAILABLE');
       expect(Date.now() - t0).toBeLessThan(5000);
     }
+    await store.close();
+  });
+
+  it('a 5xx answer is SERVICE_UNAVAILABLE; a failure of the call itself (its stream) is not', async () => {
+    // A store that answers, but only 503 (S3's SlowDown, a gateway in front of a node that is down).
+    const down = createServer((_req, res) => res.writeHead(503).end());
+    down.listen(0, '127.0.0.1');
+    await once(down, 'listening');
+    const port = (down.address() as AddressInfo).port;
+    const unwell = s3BlobStore({ bucket: 'b', endpoint: `http://127.0.0.1:${port}`, credentials });
+    try {
+      for (const work of [() => unwell.head('a'), () => unwell.get('a')]) {
+        const error = await work().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(isCompressoError(error) && error.code).toBe('SERVICE_UNAVAILABLE');
+      }
+    } finally {
+      await unwell.close();
+      down.close();
+    }
+
+    // The store is fine; the body we hand it breaks off. No status, no network error: the caller's
+    // own failure, which the batch worker must spend an attempt on rather than wait out as an outage.
+    const bucket = `cmp-${run}-local`;
+    await admin?.send(new CreateBucketCommand({ Bucket: bucket }));
+    const store = s3BlobStore({ bucket, endpoint, credentials });
+    async function* broken() {
+      yield Buffer.alloc(1000, 1);
+      throw new Error('client went away');
+    }
+    const error = await store.put('x', Readable.from(broken())).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((error as Error).message).toMatch(/client went away/);
+    expect(isCompressoError(error)).toBe(false);
     await store.close();
   });
 

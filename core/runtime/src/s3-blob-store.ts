@@ -40,6 +40,55 @@ export interface S3BlobStoreOptions {
 const PART_SIZE = 8 * 1024 * 1024;
 
 /**
+ * Node's socket errors for a store that cannot be reached or dropped the connection, and the SDK's
+ * own timeout names: the sets the SDK's retry strategy treats as transient
+ * (@smithy/service-error-classification), plus ECONNABORTED/ENETDOWN/EHOSTDOWN.
+ */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+const TIMEOUT_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException']);
+
+interface ErrorShape {
+  name?: unknown;
+  code?: unknown;
+  cause?: unknown;
+  errors?: unknown;
+  $metadata?: { httpStatusCode?: number };
+}
+
+/**
+ * Whether an error from the S3 SDK means the store is down rather than that this one call went wrong:
+ * an HTTP answer of 5xx, or no answer at all because of the network (refused, reset, timed out, name
+ * not resolved). Everything else — a 4xx, and errors with no status that are not the network (missing
+ * credentials, a response the SDK could not parse, our own stream failing, an abort) — is not an
+ * outage. The difference matters because the batch worker waits out an outage instead of spending an
+ * attempt: an item-specific failure reported as an outage would be retried in vain until its limit.
+ */
+export function isS3Outage(error: unknown, depth = 0): boolean {
+  if (typeof error !== 'object' || error === null || depth > 5) return false;
+  const e = error as ErrorShape;
+  const status = e.$metadata?.httpStatusCode;
+  if (status !== undefined) return status >= 500;
+  if (e.name === 'AbortError') return false;
+  if (typeof e.code === 'string' && NETWORK_CODES.has(e.code)) return true;
+  if (typeof e.name === 'string' && TIMEOUT_NAMES.has(e.name)) return true;
+  // Node's connect to every address of a name fails as one AggregateError of socket errors.
+  if (Array.isArray(e.errors) && e.errors.some((inner) => isS3Outage(inner, depth + 1))) return true;
+  return isS3Outage(e.cause, depth + 1);
+}
+
+/**
  * Blobs in an S3 bucket through the official AWS SDK v3 (the client every S3-compatible service is
  * tested with; signing, retries and multipart uploads are not ours to get wrong). Bytes go up in one
  * PutObject; streams through lib-storage's `Upload`, which buffers one part at a time, so a stream
@@ -72,20 +121,16 @@ export function s3BlobStore(options: S3BlobStoreOptions): BlobStore {
     const name = (error as { name?: string })?.name;
     return name === 'NoSuchKey' || name === 'NotFound' || statusOf(error) === 404;
   };
-  /** No answer, or a 5xx: the store is down (a 503 to callers). Anything else is a bug or bad setup. */
-  const translate = (error: unknown): unknown => {
-    const status = statusOf(error);
-    if (status === undefined || status >= 500) {
-      return new CompressoError(
-        'SERVICE_UNAVAILABLE',
-        `The blob store (${where}) is unavailable: ${(error as Error).message}`,
-        {
-          cause: error,
-        },
-      );
-    }
-    return error;
-  };
+  const unavailable = (error: unknown) =>
+    new CompressoError(
+      'SERVICE_UNAVAILABLE',
+      `The blob store (${where}) is unavailable: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
+  /** Unreachable, or a 5xx: the store is down (a 503 to callers). Anything else is a bug or bad setup. */
+  const translate = (error: unknown): unknown => (isS3Outage(error) ? unavailable(error) : error);
 
   const infoOf = (
     key: string,
@@ -215,7 +260,8 @@ export function s3BlobStore(options: S3BlobStoreOptions): BlobStore {
       try {
         await client.send(new HeadBucketCommand({ Bucket: bucket }));
       } catch (error) {
-        // Not readable (missing bucket, wrong credentials) is as unavailable as down, for /readyz.
+        // Not readable (missing bucket, wrong credentials, no credentials at all) is as unavailable
+        // as down, for /readyz.
         const status = statusOf(error);
         throw status !== undefined && status < 500
           ? new CompressoError(
@@ -223,7 +269,7 @@ export function s3BlobStore(options: S3BlobStoreOptions): BlobStore {
               `The blob store (${where}) answered ${status}: check S3_BUCKET and the credentials.`,
               { cause: error },
             )
-          : translate(error);
+          : unavailable(error);
       }
     },
 

@@ -50,6 +50,8 @@ export interface BatchWorkerDeps {
   fetchLimits: FetchLimits;
   /** Runs a job gets in all (the queue's attempts): the last one records an internal failure. */
   attempts: number;
+  /** Longest one attempt waits out SERVICE_UNAVAILABLE, ms (default `OUTAGE_LIMIT_MS`; tests shrink it). */
+  outageLimitMs?: number;
 }
 
 /**
@@ -61,12 +63,14 @@ export interface BatchWorkerDeps {
  *   the same item exactly one records it, and only that one could give quota back.
  * An image the engine refuses (a 4xx: corrupt, too large) fails the item at once — running it again
  * cannot help. An outage of the database or the blob store (SERVICE_UNAVAILABLE: a restart, a
- * failover) is waited out without spending attempts, see `OUTAGE_WAIT_MS`. Anything else (a bug, a
- * fetch that failed on our side) is thrown for the queue to retry with backoff; the last attempt
- * records the item as failed and gives its request back to the quota.
+ * failover) is waited out without spending attempts, for at most `OUTAGE_LIMIT_MS` per attempt (see
+ * there). Anything else (a bug, a fetch that failed on our side), and an outage past that limit, is
+ * thrown for the queue to retry with backoff; the last attempt records the item as failed and gives
+ * its request back to the quota.
  */
 export function batchHandlers(deps: BatchWorkerDeps): JobHandlers {
   const { db, blobs, engine, logger, fetchLimits, attempts } = deps;
+  const outageLimitMs = deps.outageLimitMs ?? OUTAGE_LIMIT_MS;
   const runItem = async (job: JobContext<BatchItemJob>) => {
     const { batchId, index } = job.data;
     const [batch, item] = await Promise.all([db.findBatch(batchId), db.findBatchItem(batchId, index)]);
@@ -132,28 +136,54 @@ export function batchHandlers(deps: BatchWorkerDeps): JobHandlers {
       // at once on a database that is restarting; the job would land in the dead letter with its item
       // still `queued` in the database, where nothing would ever finish it. So an outage is waited out
       // here, holding the job, until the database or blob store answers again or the worker closes
-      // (then the job goes back to the queue, as any job does at shutdown). Running the item again from
-      // the top is safe: every step is idempotent (see above).
+      // (then the job goes back to the queue, as any job does at shutdown) — but only so long: past
+      // `outageLimitMs` the outage counts as this attempt's failure, see OUTAGE_LIMIT_MS. Running the
+      // item again from the top is safe: every step is idempotent (see above).
+      const giveUpAt = Date.now() + outageLimitMs;
       for (let wait = OUTAGE_WAIT_MS.first; ; wait = Math.min(wait * 2, OUTAGE_WAIT_MS.max)) {
         try {
           return await runItem(job);
         } catch (error) {
           if (!isOutage(error) || job.signal.aborted) throw error;
+          const { batchId, index } = job.data;
+          const left = giveUpAt - Date.now();
+          if (left <= 0) {
+            logger.warn(
+              { batch_id: batchId, index, attempt: job.attempt, error: (error as Error).message },
+              'batch item gave up waiting for the database or blob store: the attempt failed',
+            );
+            if (job.attempt >= attempts) await lastAttemptFailed(batchId, index, error);
+            throw error;
+          }
           logger.warn(
-            {
-              batch_id: job.data.batchId,
-              index: job.data.index,
-              error: (error as Error).message,
-              retry_in_ms: wait,
-            },
+            { batch_id: batchId, index, error: (error as Error).message, retry_in_ms: Math.min(wait, left) },
             'batch item waiting for the database or blob store',
           );
-          await abortableSleep(wait, job.signal);
+          await abortableSleep(Math.min(wait, left), job.signal);
           if (job.signal.aborted) throw error;
         }
       }
     },
   };
+
+  /**
+   * The last attempt's end after an outage that outlasted the limit: recorded as any last attempt's
+   * failure is. If the database is what is down this fails too; then the job's dead letter is
+   * where the sweep finds the item (failItemForGood, once the database answers), so it is only logged.
+   */
+  async function lastAttemptFailed(batchId: string, index: number, cause: unknown) {
+    try {
+      const batch = await db.findBatch(batchId);
+      if (!batch) return;
+      logger.error({ err: cause, batch_id: batchId, index }, 'batch item failed for good');
+      await failItemForGood(db, batch, index);
+    } catch (error) {
+      logger.warn(
+        { batch_id: batchId, index, error: (error as Error).message },
+        'batch item could not be recorded failed now: the sweep records it from the dead letter',
+      );
+    }
+  }
 }
 
 const FAULT_MESSAGE = 'The item could not be processed because of a fault on our side; it was not counted.';
@@ -183,6 +213,17 @@ export async function failItemForGood(
 
 /** Between tries while the database or blob store is down: from half a second, doubling, at most 10 s. */
 const OUTAGE_WAIT_MS = { first: 500, max: 10_000 };
+
+/**
+ * Longest one attempt waits out SERVICE_UNAVAILABLE: 5 minutes, well past a database restart or
+ * failover (seconds) and an S3 blip. The wait must end somewhere because the same code can come from
+ * one item rather than the service (an object whose read keeps breaking off), and a job waiting is
+ * `active`, which the sweep leaves alone: unbounded, such an item would hold a worker slot for ever.
+ * Past the limit the attempt fails as any other does, so an outage longer than about
+ * attempts × 5 min fails the items it catches (INTERNAL_ERROR, given back to the quota) rather
+ * than stranding them.
+ */
+export const OUTAGE_LIMIT_MS = 5 * 60_000;
 
 const isOutage = (error: unknown) => isCompressoError(error) && error.code === 'SERVICE_UNAVAILABLE';
 

@@ -511,6 +511,57 @@ describe('the worker side', () => {
     }
   });
 
+  it('an outage that outlasts the limit fails the attempt; after the last the item is failed and given back', async () => {
+    const h = await harness({}, false);
+    let worker: QueueWorker | undefined;
+    try {
+      const { key, accountId } = await proAccount(h.srv.db, 'endless@example.com');
+      const res = await fetch(`${h.srv.url}/api/v1/jobs`, {
+        method: 'POST',
+        headers: bearer(key),
+        body: batchForm(images.slice(0, 2)),
+      });
+      const { id } = (await res.json()) as JobView;
+      // One object whose read breaks off every time, with SERVICE_UNAVAILABLE as an unreachable store
+      // answers: the store is fine for every other key, so no wait can ever end this.
+      let reads = 0;
+      const poisoned: BlobStore = {
+        ...h.blobs,
+        get: async (k: string) => {
+          if (k !== `jobs/${id}/in/0`) return h.blobs.get(k);
+          reads++;
+          throw new CompressoError('SERVICE_UNAVAILABLE', 'The blob store is unavailable: aborted.');
+        },
+      };
+      worker = h.queue.work(
+        batchHandlers({
+          db: h.srv.db,
+          blobs: poisoned,
+          engine: h.srv.engine,
+          logger: h.srv.logger,
+          attempts: 2,
+          outageLimitMs: 300,
+          fetchLimits: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1 << 20 },
+        }),
+        { concurrency: 2 },
+      );
+      const view = await until(h.srv, key, id, (v) => v.status === 'completed');
+      expect(view.items.map((i) => [i.status, i.error?.code ?? null])).toEqual([
+        ['failed', 'INTERNAL_ERROR'],
+        ['done', null],
+      ]);
+      expect(await h.srv.db.usageOn(accountId, quotaDay())).toBe(1); // the failed item given back
+      expect((await h.queue.getJob(`${id}-0`))?.state).toBe('failed');
+      // Both attempts waited (several reads each), then gave up; the item was recorded by the last.
+      const gaveUp = h.srv.logLines.filter((l) => String(l.msg).startsWith('batch item gave up waiting'));
+      expect(gaveUp.map((l) => l.attempt)).toEqual([1, 2]);
+      expect(reads).toBeGreaterThanOrEqual(2 * 2);
+    } finally {
+      await worker?.close({ timeoutMs: 1000 });
+      await h.close();
+    }
+  });
+
   it('items still queued when the process ended are handed back to the in-process queue at start', async () => {
     const h = await harness({}, false);
     try {
