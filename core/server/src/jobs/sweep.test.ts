@@ -13,6 +13,7 @@ import {
   quotaDay,
 } from '@compresso/runtime';
 import { bullmqQueue } from '@compresso/runtime/bullmq';
+import { CompressoError } from '@compresso/schema';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, proAccount, smallJpeg, startTestServer, type TestServer, tempDir } from '../test-helpers.ts';
@@ -251,22 +252,93 @@ describe.each(backends)('batch sweep on the $kind queue', (backend) => {
     }
   });
 
-  it('looks at one page per sweep and goes on from where the last one stopped', async () => {
+  it('pages through a backlog larger than a page in one sweep', async () => {
     let queue = backend.open();
     const h = await setup(queue);
     try {
       const id = await h.submit(5);
       queue = await backend.lose(queue);
       const sweep = createBatchSweep({ db: h.srv.db, queue, logger: h.srv.logger, graceMs: 0, pageSize: 2 });
+      // Three pages (2, 2, 1): every lost item is back after one sweep, not one page per interval.
+      expect(await sweep.sweep()).toEqual({ checked: 5, requeued: 5, failed: 0 });
+      for (let i = 0; i < 5; i++) expect((await queue.getJob(itemJobId(id, i)))?.state).toBe('waiting');
+      expect(await sweep.sweep()).toEqual({ checked: 5, requeued: 0, failed: 0 });
+    } finally {
+      await queue.close();
+      await h.srv.close();
+      await h.blobs.close();
+    }
+  });
+
+  it('stops at its cap and the next sweep goes on from there, then from the start', async () => {
+    let queue = backend.open();
+    const h = await setup(queue);
+    try {
+      const id = await h.submit(5);
+      queue = await backend.lose(queue);
+      const sweep = createBatchSweep({
+        db: h.srv.db,
+        queue,
+        logger: h.srv.logger,
+        graceMs: 0,
+        pageSize: 2,
+        maxItems: 3,
+      });
       const seen = [];
-      for (let i = 0; i < 4; i++) seen.push(await sweep.sweep());
+      for (let i = 0; i < 3; i++) seen.push(await sweep.sweep());
       expect(seen.map((r) => [r.checked, r.requeued])).toEqual([
-        [2, 2],
-        [2, 2],
-        [1, 1],
-        [2, 0], // from the start again: those are waiting now
+        [3, 3], // a page of 2, then one of the 1 left under the cap
+        [2, 2], // on from there to the end
+        [3, 0], // from the start again: those are waiting now
       ]);
       for (let i = 0; i < 5; i++) expect((await queue.getJob(itemJobId(id, i)))?.state).toBe('waiting');
+    } finally {
+      await queue.close();
+      await h.srv.close();
+      await h.blobs.close();
+    }
+  });
+
+  it('a sweep that fails partway leaves its page to the next sweep', async () => {
+    let queue = backend.open();
+    const h = await setup(queue);
+    try {
+      const id = await h.submit(5);
+      queue = await backend.lose(queue);
+      // The queue with one blip: the lookup of item 3 (second page) fails once, as Redis gone for a moment.
+      let blipped = false;
+      const real = queue;
+      const flaky: JobQueue = Object.assign(Object.create(real) as JobQueue, {
+        getJob: async (jobId: string) => {
+          if (jobId === itemJobId(id, 3) && !blipped) {
+            blipped = true;
+            throw new CompressoError('SERVICE_UNAVAILABLE', 'The job queue is unavailable.');
+          }
+          return real.getJob(jobId);
+        },
+      });
+      const sweep = createBatchSweep({
+        db: h.srv.db,
+        queue: flaky,
+        logger: h.srv.logger,
+        graceMs: 0,
+        pageSize: 2,
+      });
+      const outcomes: string[] = [];
+      for (let i = 0; i < 4 && !blipped; i++) {
+        outcomes.push(
+          await sweep.sweep().then(
+            (r) => `checked ${r.checked}`,
+            (e: unknown) => (e as CompressoError).code,
+          ),
+        );
+      }
+      expect(outcomes.at(-1)).toBe('SERVICE_UNAVAILABLE');
+      // The next sweep starts at the page that failed (items 2 and 3), not after it.
+      await sweep.sweep();
+      const states = [];
+      for (let i = 0; i < 5; i++) states.push((await queue.getJob(itemJobId(id, i)))?.state);
+      expect(states).toEqual(['waiting', 'waiting', 'waiting', 'waiting', 'waiting']);
     } finally {
       await queue.close();
       await h.srv.close();

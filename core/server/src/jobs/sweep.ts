@@ -31,8 +31,13 @@ export interface BatchSweepDeps {
    * if its addBulk fails, recorded failed under it).
    */
   graceMs: number;
-  /** Items looked at per sweep (default 500): a backlog of any size costs each sweep the same. */
+  /** Items read from the database and looked up in the queue at a time (default 500). */
   pageSize?: number;
+  /**
+   * Most items one sweep looks at (default `SWEEP_MAX_ITEMS`): it pages on while pages come back
+   * full, up to this, then the next sweep goes on from there. See SWEEP_MAX_ITEMS.
+   */
+  maxItems?: number;
 }
 
 export interface SweepResult {
@@ -45,67 +50,93 @@ export interface SweepResult {
 }
 
 export interface BatchSweep {
-  /** One page: the next `pageSize` queued items after the previous sweep's last, from the start at the end. */
+  /**
+   * Pages of queued items from where the previous sweep stopped, while they come back full, up to
+   * `maxItems`; from the start again once one reached the end.
+   */
   sweep(now?: number): Promise<SweepResult>;
 }
 
 /** Queue lookups at once: one round trip each on Redis, so overlap them without flooding it. */
 const LOOKUPS_AT_ONCE = 32;
 
+/**
+ * Items one sweep looks at, at most: 20 pages. A lookup is one Redis round trip, 32 at a time, so
+ * this is a few hundred round trips — well under a second on a local network — and it is the rate at
+ * which a Redis that came back empty is refilled: 10 000 lost items per interval. The cap keeps a
+ * huge backlog (all of it legitimately waiting, mostly) from making one sweep run for minutes.
+ */
+export const SWEEP_MAX_ITEMS = 10_000;
+
 export function createBatchSweep(deps: BatchSweepDeps): BatchSweep {
   const { db, queue, logger, graceMs } = deps;
   const pageSize = deps.pageSize ?? 500;
-  // Where the last page ended. Kept across sweeps, so a backlog larger than a page (all of it
-  // legitimately waiting, say) does not hide the items behind its first page from every sweep.
+  const maxItems = deps.maxItems ?? SWEEP_MAX_ITEMS;
+  // Where the last fully checked page ended. Kept across sweeps, so a backlog larger than a sweep
+  // does not hide the items behind its first pages from every sweep; moved only once a page is
+  // done, so a sweep that fails partway (Redis or the database gone for a moment) leaves the page
+  // it was on to the next sweep rather than skipping it until the cursor comes round again.
   let cursor: QueuedBatchItem | undefined;
+
+  /** Look one page up in the queue: add back what it lost, fail what is dead-lettered. */
+  const checkPage = async (page: QueuedBatchItem[], result: SweepResult) => {
+    const views: (JobView | undefined)[] = [];
+    for (let start = 0; start < page.length; start += LOOKUPS_AT_ONCE) {
+      const chunk = page.slice(start, start + LOOKUPS_AT_ONCE);
+      views.push(...(await Promise.all(chunk.map((i) => queue.getJob(itemJobId(i.batchId, i.index))))));
+    }
+
+    const lost = page.filter((_, k) => views[k] === undefined);
+    if (lost.length > 0) {
+      await queue.addBulk(lost.map((i) => batchItemJob(i.batchId, i.index)));
+      result.requeued += lost.length;
+      logger.warn(
+        { items: lost.length, first: itemJobId(lost[0]!.batchId, lost[0]!.index) },
+        'batch items queued in the database had no job in the queue (it lost them): added again',
+      );
+    }
+
+    const batches = new Map<string, BatchRecord | undefined>();
+    for (const [k, item] of page.entries()) {
+      const view = views[k];
+      if (view?.state !== 'failed') continue;
+      if (!batches.has(item.batchId)) batches.set(item.batchId, await db.findBatch(item.batchId));
+      const batch = batches.get(item.batchId);
+      if (!batch) continue;
+      const recorded = await failItemForGood(db, batch, item.index, deadLetterMessage(view));
+      if (recorded) result.failed++;
+      // The cause stays in the log (with the job's own reason); the user gets the generic message.
+      logger.error(
+        {
+          batch_id: item.batchId,
+          index: item.index,
+          recorded,
+          stalls: view.stalls,
+          attempts_made: view.attemptsMade,
+          failed_reason: view.failedReason,
+        },
+        'batch item in the dead letter without its handler recording it: failed and given back',
+      );
+    }
+  };
 
   return {
     async sweep(now = Date.now()) {
-      const page = await db.listQueuedBatchItems(pageSize, {
-        createdBefore: new Date(now - graceMs).toISOString(),
-        ...(cursor ? { after: cursor } : {}),
-      });
-      cursor = page.length < pageSize ? undefined : page.at(-1);
-      const result: SweepResult = { checked: page.length, requeued: 0, failed: 0 };
-      if (page.length === 0) return result;
-
-      const views: (JobView | undefined)[] = [];
-      for (let start = 0; start < page.length; start += LOOKUPS_AT_ONCE) {
-        const chunk = page.slice(start, start + LOOKUPS_AT_ONCE);
-        views.push(...(await Promise.all(chunk.map((i) => queue.getJob(itemJobId(i.batchId, i.index))))));
-      }
-
-      const lost = page.filter((_, k) => views[k] === undefined);
-      if (lost.length > 0) {
-        await queue.addBulk(lost.map((i) => batchItemJob(i.batchId, i.index)));
-        result.requeued = lost.length;
-        logger.warn(
-          { items: lost.length, first: itemJobId(lost[0]!.batchId, lost[0]!.index) },
-          'batch items queued in the database had no job in the queue (it lost them): added again',
-        );
-      }
-
-      const batches = new Map<string, BatchRecord | undefined>();
-      for (const [k, item] of page.entries()) {
-        const view = views[k];
-        if (view?.state !== 'failed') continue;
-        if (!batches.has(item.batchId)) batches.set(item.batchId, await db.findBatch(item.batchId));
-        const batch = batches.get(item.batchId);
-        if (!batch) continue;
-        const recorded = await failItemForGood(db, batch, item.index, deadLetterMessage(view));
-        if (recorded) result.failed++;
-        // The cause stays in the log (with the job's own reason); the user gets the generic message.
-        logger.error(
-          {
-            batch_id: item.batchId,
-            index: item.index,
-            recorded,
-            stalls: view.stalls,
-            attempts_made: view.attemptsMade,
-            failed_reason: view.failedReason,
-          },
-          'batch item in the dead letter without its handler recording it: failed and given back',
-        );
+      const createdBefore = new Date(now - graceMs).toISOString();
+      const result: SweepResult = { checked: 0, requeued: 0, failed: 0 };
+      while (result.checked < maxItems) {
+        const limit = Math.min(pageSize, maxItems - result.checked);
+        const page = await db.listQueuedBatchItems(limit, {
+          createdBefore,
+          ...(cursor ? { after: cursor } : {}),
+        });
+        await checkPage(page, result);
+        result.checked += page.length;
+        if (page.length < limit) {
+          cursor = undefined; // the end: the next sweep starts from the beginning
+          break;
+        }
+        cursor = page.at(-1);
       }
       return result;
     },
