@@ -218,6 +218,9 @@ describe.each(backends)('batch sweep on the $kind queue', (backend) => {
       expect(item).toMatchObject({ status: 'failed', errorCode: 'INTERNAL_ERROR' });
       expect(item?.errorMessage).toMatch(/fault on our side; it was not counted/);
       expect(await h.usage()).toBe(1); // given back exactly once
+      // One error line for the one item, from the sweep that recorded it, not one per sweeper.
+      const errors = h.srv.logLines.filter((l) => l.level === 50 && l.batch_id === id);
+      expect(errors.map((l) => [l.index, l.recorded])).toEqual([[0, true]]);
       expect(await sweeps[0]!.sweep()).toEqual({ checked: 0, requeued: 0, failed: 0 });
       expect(await h.usage()).toBe(1);
       const view = (await (

@@ -106,7 +106,9 @@ export function createBatchSweep(deps: BatchSweepDeps): BatchSweep {
       const recorded = await failItemForGood(db, batch, item.index, deadLetterMessage(view));
       if (recorded) result.failed++;
       // The cause stays in the log (with the job's own reason); the user gets the generic message.
-      logger.error(
+      // At error level once per item: only from the sweep that recorded it. Another sweeper (or the
+      // handler's last attempt) that got there first has said so already.
+      logger[recorded ? 'error' : 'debug'](
         {
           batch_id: item.batchId,
           index: item.index,
