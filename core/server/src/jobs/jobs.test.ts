@@ -12,7 +12,7 @@ import {
 } from '@compresso/runtime';
 import { CompressoError } from '@compresso/schema';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bearer, proAccount, startTestServer, type TestServer, tempDir } from '../test-helpers.ts';
 import { BATCH_ITEM_JOB, batchHandlers } from './batch.ts';
 import { requeueQueuedItems, startBatchWorker } from './worker.ts';
@@ -486,9 +486,13 @@ describe('the worker side', () => {
         updateProgress: async () => {},
       });
       // The only attempt meets the outage: it waits, and finishes once the store is back.
-      const first = handler(context(0));
-      await new Promise((r) => setTimeout(r, 200));
-      expect(refused).toBe(1);
+      // Polled, not slept: on a loaded machine compressing the item can take longer than any fixed pause.
+      let settled = false;
+      const first = handler(context(0)).finally(() => {
+        settled = true;
+      });
+      await vi.waitFor(() => expect(refused).toBeGreaterThanOrEqual(1), { timeout: 20_000, interval: 10 });
+      expect(settled).toBe(false);
       down = false;
       expect(await first).toEqual({ done: true });
       expect((await h.srv.db.findBatchItem(id, 0))?.status).toBe('done');
@@ -501,7 +505,8 @@ describe('the worker side', () => {
         () => 'resolved',
         (error: unknown) => (error as CompressoError).code,
       );
-      await new Promise((r) => setTimeout(r, 200));
+      const before = refused;
+      await vi.waitFor(() => expect(refused).toBeGreaterThan(before), { timeout: 20_000, interval: 10 });
       closing.abort();
       expect(await second).toBe('SERVICE_UNAVAILABLE');
       expect((await h.srv.db.findBatchItem(id, 1))?.status).toBe('queued');
