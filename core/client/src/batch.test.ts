@@ -103,16 +103,20 @@ describe('compressBatch', () => {
     const first = work.copy(PHOTO, 'a/photo.jpg');
     const second = work.copy(PHOTO, 'b/photo.jpg');
     const outputDir = join(work.dir, 'twice');
-    const items = await client.compressBatch([first, second, readFileSync(PHOTO)], {
+    // An input already named photo-2 keeps its name; the second photo takes the next free one.
+    const third = work.copy(PHOTO, 'b/photo-2.jpg');
+    const items = await client.compressBatch([first, second, readFileSync(PHOTO), third], {
       outputDir,
       maxDimension: 64,
     });
     expect(items.map((item) => item.result?.outputPath)).toEqual([
       join(outputDir, 'photo.jpg'),
-      join(outputDir, 'photo-2.jpg'),
+      join(outputDir, 'photo-3.jpg'),
       join(outputDir, 'image-3.jpg'),
+      join(outputDir, 'photo-2.jpg'),
     ]);
-    expect(items.map((item) => item.input)).toEqual([first, second, '#2']);
+    expect(items.every((item) => item.ok)).toBe(true);
+    expect(items.map((item) => item.input)).toEqual([first, second, '#2', third]);
 
     const beside = await client.compressBatch([first, readFileSync(PHOTO)], {
       maxDimension: 64,

@@ -621,19 +621,29 @@ function labelOf(input: ImageInput, index: number): string {
   return `#${index}`;
 }
 
-/** Output stems for a batch, in input order: a stem seen before gets `-2`, `-3`… */
+/**
+ * Output stems for a batch, in input order: a stem seen before gets the first of `-2`, `-3`… that no
+ * input is named already (`a/logo.png`, `b/logo.png`, `logo-2.png` → logo, logo-3, logo-2).
+ */
 function batchStems(inputs: readonly ImageInput[]): string[] {
-  const seen = new Map<string, number>();
-  return inputs.map((input, index) => {
+  const natural = inputs.map((input, index) => {
     const name = typeof input === 'string' ? input : (input as { name?: unknown; path?: unknown }).name;
     const streamPath = typeof input === 'object' ? (input as { path?: unknown }).path : undefined;
     const source =
       typeof name === 'string' ? name : typeof streamPath === 'string' ? streamPath : `image-${index + 1}`;
-    const stem = stemOf(source);
-    const key = stem.toLowerCase();
-    const count = (seen.get(key) ?? 0) + 1;
-    seen.set(key, count);
-    return count === 1 ? stem : `${stem}-${count}`;
+    return stemOf(source);
+  });
+  const reserved = new Set(natural.map((stem) => stem.toLowerCase()));
+  const used = new Set<string>();
+  return natural.map((stem) => {
+    let name = stem;
+    // A suffixed name must be free in this batch and not another input's own name.
+    for (let n = 2; used.has(name.toLowerCase()); n++) {
+      const candidate = `${stem}-${n}`;
+      if (!reserved.has(candidate.toLowerCase())) name = candidate;
+    }
+    used.add(name.toLowerCase());
+    return name;
   });
 }
 

@@ -98,10 +98,17 @@ class BatchTests(unittest.TestCase):
 
         # Into one folder, a name used twice gets -2 in input order (as the Node client and MCP do).
         out = self.tmp / "out"
-        named = self.client.compress_batch([a / "logo.png", b / "logo.png"], out, format="jpeg", max_dimension=32)
+        # An input already named logo-2 keeps its name; the second logo takes the next free one.
+        shutil.copyfile(corpus(SOURCES[1]), b / "logo-2.png")
+        named = self.client.compress_batch(
+            [a / "logo.png", b / "logo.png", b / "logo-2.png"], out, format="jpeg", max_dimension=32
+        )
         self.assertTrue(named.ok)
-        self.assertEqual([r.output_path for r in named.results], [str(out / "logo.jpg"), str(out / "logo-2.jpg")])
-        self.assertEqual(sorted(os.listdir(out)), ["logo-2.jpg", "logo.jpg"])
+        self.assertEqual(
+            [r.output_path for r in named.results],
+            [str(out / "logo.jpg"), str(out / "logo-3.jpg"), str(out / "logo-2.jpg")],
+        )
+        self.assertEqual(sorted(os.listdir(out)), ["logo-2.jpg", "logo-3.jpg", "logo.jpg"])
 
         # Beside their inputs, two items that would still write one file: the second is refused.
         shutil.copyfile(corpus(SOURCES[1]), a / "twin.png")

@@ -755,14 +755,24 @@ class _Claims:
     def __init__(self, inputs: Sequence[Any] = ()) -> None:
         self._lock = threading.Lock()
         self._taken: Set[str] = set()
-        seen: Dict[str, int] = {}
-        self._stems: List[str] = []
+        natural: List[str] = []
         for index, image in enumerate(inputs):
             name = _label(image, index) if not _unnamed(image) else f"image-{index + 1}"
-            stem = os.path.splitext(os.path.basename(name.replace("\\", "/")))[0] or f"image-{index + 1}"
-            count = seen.get(stem.lower(), 0) + 1
-            seen[stem.lower()] = count
-            self._stems.append(stem if count == 1 else f"{stem}-{count}")
+            natural.append(os.path.splitext(os.path.basename(name.replace("\\", "/")))[0] or f"image-{index + 1}")
+        # A suffixed name must be free in this batch and not another input's own name
+        # (a/logo.png, b/logo.png, logo-2.png -> logo, logo-3, logo-2).
+        reserved = {stem.lower() for stem in natural}
+        used: Set[str] = set()
+        self._stems: List[str] = []
+        for stem in natural:
+            name, n = stem, 2
+            while name.lower() in used:
+                candidate = f"{stem}-{n}"
+                if candidate.lower() not in reserved:
+                    name = candidate
+                n += 1
+            used.add(name.lower())
+            self._stems.append(name)
 
     def stem(self, index: int) -> str:
         return self._stems[index]
