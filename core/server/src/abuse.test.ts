@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { fileBlobStore, inlineQueue } from '@compresso/runtime';
 import { ErrorBodySchema } from '@compresso/schema';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   bearer,
   form,
@@ -126,9 +126,12 @@ describe('hostile requests', () => {
       `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: 100000\r\n\r\n` +
       `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.jpg"\r\n\r\n${'x'.repeat(500)}`;
     for (let i = 0; i < 20; i++) await raw(partial, true);
-    await new Promise((r) => setTimeout(r, 100));
+    // The server has seen the uploads vanish (it logs them aborted) before it is asked to serve again.
+    await vi.waitFor(
+      () => expect(srv.logLines.some((l) => l.path === '/api/v1/compress' && l.aborted === true)).toBe(true),
+      { timeout: 10_000, interval: 20 },
+    );
     expect((await fetch(`${srv.url}/healthz`)).status).toBe(200);
-    expect(srv.logLines.some((l) => l.path === '/api/v1/compress' && l.aborted === true)).toBe(true);
     const ok = await fetch(`${srv.url}/api/v1/info`, {
       method: 'POST',
       headers: bearer(key),

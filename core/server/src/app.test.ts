@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { createAccount, createApiKey } from '@compresso/runtime';
 import { ErrorBodySchema, InfoResultSchema } from '@compresso/schema';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   bearer,
   form,
@@ -453,8 +453,10 @@ describe('logging', () => {
       headers: { ...bearer(alice.key), 'x-request-id': 'log-check-1' },
     });
     expect(res.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 20));
-    const lines = srv.logLines.slice(before).filter((l) => l.request_id === 'log-check-1');
+    // The line is written as the response finishes, which may be after the client has it.
+    const linesOf = () => srv.logLines.slice(before).filter((l) => l.request_id === 'log-check-1');
+    await vi.waitFor(() => expect(linesOf()).toHaveLength(1), { timeout: 5000, interval: 10 });
+    const lines = linesOf();
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({
       method: 'GET',

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { createEngine, type Engine } from '@compresso/engine';
 import { quotaDay } from '@compresso/runtime';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { bearer, form, proAccount, smallJpeg, startTestServer, tempDir } from './test-helpers.ts';
 
 const tmp = tempDir();
@@ -128,7 +128,10 @@ describe('our own failures', () => {
       const body = (await res.json()) as { error: { code: string; message: string; request_id: string } };
       expect(body.error.code).toBe('INTERNAL_ERROR');
       expect(body.error.message).not.toContain('internal detail');
-      await new Promise((r) => setTimeout(r, 20));
+      await vi.waitFor(() => expect(srv.logLines.some((l) => l.msg === 'unhandled error')).toBe(true), {
+        timeout: 5000,
+        interval: 10,
+      });
       const logged = srv.logLines.find((l) => l.msg === 'unhandled error');
       expect(logged?.request_id).toBe(body.error.request_id);
       expect(JSON.stringify(logged)).toContain('internal detail');
