@@ -62,8 +62,11 @@ describe('startServer', () => {
         `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="g.jpg"\r\n\r\n`,
     );
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+    // The server has the request (its headers and the first bytes) in hand before shutdown begins.
+    const arrived = new Promise<void>((resolve) => running.server.once('request', () => resolve()));
+    let req!: ReturnType<typeof httpRequest>;
     const answer = new Promise<{ status: number; type: string | undefined }>((resolve, reject) => {
-      const req = httpRequest(`${running.url}/api/v1/compress`, {
+      req = httpRequest(`${running.url}/api/v1/compress`, {
         method: 'POST',
         headers: {
           authorization: `Bearer ${key}`,
@@ -78,16 +81,14 @@ describe('startServer', () => {
       req.on('error', reject);
       req.write(head);
       req.write(image.subarray(0, 100));
-      // The rest arrives after shutdown has begun.
-      setTimeout(() => {
-        req.write(image.subarray(100));
-        req.end(tail);
-      }, 300);
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await arrived;
     const closed = running.close();
     await new Promise((r) => setTimeout(r, 50));
     await expect(fetch(`${running.url}/healthz`)).rejects.toThrow();
+    // The rest arrives after shutdown has begun.
+    req.write(image.subarray(100));
+    req.end(tail);
     expect(await answer).toEqual({ status: 200, type: 'image/webp' });
     await closed;
     await expect(running.db.ping()).rejects.toThrow();
