@@ -181,10 +181,18 @@ export function describeQueueBattery(backend: string, open: () => Promise<JobQue
       withQueue(async (queue) => {
         let now = 0;
         let peak = 0;
+        // Jobs hold until the worker(s) have `target` running (2 s at most), then work 60 ms: a worker
+        // fetching its next job slower than one job's 60 ms (a loaded machine) cannot keep the peak short.
+        let target = 3;
+        let full = gate();
         const handlers = {
           slow: async () => {
             now++;
             peak = Math.max(peak, now);
+            if (now >= target) full.open();
+            let timer: NodeJS.Timeout | undefined;
+            await Promise.race([full.promise, new Promise((r) => (timer = setTimeout(r, 2000)))]);
+            clearTimeout(timer);
             await sleep(60);
             now--;
           },
@@ -201,6 +209,8 @@ export function describeQueueBattery(backend: string, open: () => Promise<JobQue
         await one.close();
 
         peak = 0;
+        target = 4;
+        full = gate();
         const two = [queue.work(handlers, { concurrency: 2 }), queue.work(handlers, { concurrency: 2 })];
         await queue.addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'slow', data: { i } })));
         await until(
@@ -242,8 +252,10 @@ export function describeQueueBattery(backend: string, open: () => Promise<JobQue
       'close() lets jobs in flight finish and takes no new ones',
       withQueue(async (queue) => {
         const started = gate();
+        let startedAt = 0;
         const worker = queue.work({
           slow: async () => {
+            startedAt = Date.now();
             started.open();
             await sleep(300);
             return 'finished';
@@ -252,9 +264,10 @@ export function describeQueueBattery(backend: string, open: () => Promise<JobQue
         const first = await queue.add('slow', {});
         await started.promise;
         expect(worker.running).toBe(1);
-        const t0 = Date.now();
         await worker.close({ timeoutMs: 10_000 });
-        expect(Date.now() - t0).toBeGreaterThanOrEqual(150);
+        // close() returned only once the job's 300 ms were over, however long the test took to call it
+        // (timers may fire a millisecond early).
+        expect(Date.now() - startedAt).toBeGreaterThanOrEqual(295);
         expect(worker.running).toBe(0);
         expect(await queue.getJob(first.id)).toMatchObject({ state: 'completed', result: 'finished' });
         const later = await queue.add('slow', {});
