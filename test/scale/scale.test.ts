@@ -14,7 +14,7 @@ import {
 import { postgresDatabase } from '@compresso/runtime/postgres';
 import pg from 'pg';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Proc, privatePostgres, privateRedis, repo, startServe, startWorkerProc } from './processes.ts';
 
 /**
@@ -322,7 +322,9 @@ describe('two API processes and two workers on PostgreSQL and Redis', () => {
       await locker.query('ROLLBACK');
       await locker.end();
     }
-    await new Promise((r) => setTimeout(r, 300));
+    // The load runs on until a request has come back 200 (the pools reconnect by themselves), not
+    // for a fixed 300 ms a loaded machine may spend still reconnecting.
+    await vi.waitFor(() => expect(statuses).toContain(200), { timeout: 20_000, interval: 20 });
     stop = true;
     await load;
     // The requests whose statements were cut answered 503; the rest 200; never anything else.
