@@ -223,7 +223,9 @@ describe('two API processes and two workers on PostgreSQL and Redis', () => {
     const early = await fetch(`${apis[1]!.url}${ready.download_url}`, { headers: bearer(key) });
     expect(early.status).toBe(200);
     expect((await early.arrayBuffer()).byteLength).toBe(ready.output_size);
-    const pending = running.items.find((i) => i.status === 'queued')!;
+    // The last queued item: jobs are taken in the order they were added, so the lowest queued index is
+    // next in line and can finish between the look and the request (seen once in CI); the last cannot.
+    const pending = running.items.findLast((i) => i.status === 'queued')!;
     const notYet = await fetch(`${apis[1]!.url}/api/v1/jobs/${id}/items/${pending.index}`, {
       headers: bearer(key),
     });
