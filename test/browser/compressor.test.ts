@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { unzipSync } from 'fflate';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, FileChooser, Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../../core/server/src/test-helpers.ts';
@@ -153,7 +153,17 @@ describe('the compressor page in Chromium', () => {
       .locator('.dropzone-label')
       .evaluate((label) => getComputedStyle(label).outlineStyle);
     expect(outline).toBe('solid');
-    const [chooser] = await Promise.all([page.waitForEvent('filechooser'), page.keyboard.press('Space')]);
+    // Space on the focused input opens the file chooser. Headless Chromium now and then drops that
+    // first key press (once in about ten CI runs): focus and press again, still only by keyboard.
+    let chooser: FileChooser | undefined;
+    for (let attempt = 1; !chooser && attempt <= 3; attempt++) {
+      await page.locator('#file-input').focus();
+      [chooser] = await Promise.all([
+        page.waitForEvent('filechooser', { timeout: 10_000 }).catch(() => undefined),
+        page.keyboard.press('Space'),
+      ]);
+    }
+    if (!chooser) throw new Error('Space on the focused file input never opened the file chooser');
     await chooser.setFiles([corpusFile('photo-skimage-rocket.jpg')]);
     await settled(page, 1);
     expect(await page.locator('.result.is-done').count()).toBe(1);
