@@ -86,7 +86,7 @@ describe('README snippets', () => {
 
   it('keys and usage', async () => {
     const out = await runSnippet('keys.cjs');
-    expect(out).toMatch(/^new key cmp_live_\w{8}… \(store 52 characters somewhere safe\)$/m);
+    expect(out).toMatch(/^new key cmp_live_[A-Za-z0-9_-]{8}… \(store 52 characters somewhere safe\)$/m);
     expect(out).toMatch(/^test, ci$/m);
     expect(out).toMatch(/^\d+ of 500 requests used today, \d+ left$/m);
   });
