@@ -125,7 +125,13 @@ async function setup(queue: JobQueue) {
       fetchLimits: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1 << 20 },
     });
   const usage = () => srv.db.usageOn(account.accountId, quotaDay());
-  return { srv, blobs, account, submit, handlers, usage };
+  // The queue is passed in: tests replace it (backend.lose) and must close the one they ended with.
+  const close = async (current: JobQueue) => {
+    await current.close();
+    await srv.close();
+    await blobs.close();
+  };
+  return { srv, blobs, account, submit, handlers, usage, close };
 }
 
 async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 15_000): Promise<T> {
@@ -178,9 +184,7 @@ describe.each(backends)('batch sweep on the $kind queue', (backend) => {
       expect(await sweeps[1]!.sweep()).toEqual({ checked: 0, requeued: 0, failed: 0 });
     } finally {
       await worker?.close({ timeoutMs: 1000 });
-      await queue.close();
-      await h.srv.close();
-      await h.blobs.close();
+      await h.close(queue);
     }
   });
 
@@ -229,9 +233,7 @@ describe.each(backends)('batch sweep on the $kind queue', (backend) => {
       expect(view).toMatchObject({ status: 'completed', progress: { done: 1, failed: 1 } });
     } finally {
       await worker.close({ timeoutMs: 1000 });
-      await queue.close();
-      await h.srv.close();
-      await h.blobs.close();
+      await h.close(queue);
     }
   });
 
@@ -249,9 +251,7 @@ describe.each(backends)('batch sweep on the $kind queue', (backend) => {
       expect(await sweep.sweep(Date.now() + 61_000)).toEqual({ checked: 1, requeued: 1, failed: 0 });
       expect((await queue.getJob(itemJobId(id, 0)))?.state).toBe('waiting');
     } finally {
-      await queue.close();
-      await h.srv.close();
-      await h.blobs.close();
+      await h.close(queue);
     }
   });
 
@@ -267,9 +267,7 @@ describe.each(backends)('batch sweep on the $kind queue', (backend) => {
       for (let i = 0; i < 5; i++) expect((await queue.getJob(itemJobId(id, i)))?.state).toBe('waiting');
       expect(await sweep.sweep()).toEqual({ checked: 5, requeued: 0, failed: 0 });
     } finally {
-      await queue.close();
-      await h.srv.close();
-      await h.blobs.close();
+      await h.close(queue);
     }
   });
 
@@ -296,9 +294,7 @@ describe.each(backends)('batch sweep on the $kind queue', (backend) => {
       ]);
       for (let i = 0; i < 5; i++) expect((await queue.getJob(itemJobId(id, i)))?.state).toBe('waiting');
     } finally {
-      await queue.close();
-      await h.srv.close();
-      await h.blobs.close();
+      await h.close(queue);
     }
   });
 
@@ -343,9 +339,7 @@ describe.each(backends)('batch sweep on the $kind queue', (backend) => {
       for (let i = 0; i < 5; i++) states.push((await queue.getJob(itemJobId(id, i)))?.state);
       expect(states).toEqual(['waiting', 'waiting', 'waiting', 'waiting', 'waiting']);
     } finally {
-      await queue.close();
-      await h.srv.close();
-      await h.blobs.close();
+      await h.close(queue);
     }
   });
 
@@ -389,9 +383,7 @@ describe.each(backends)('batch sweep on the $kind queue', (backend) => {
       expect(lines.length).toBeGreaterThanOrEqual(backend.kind === 'inline' ? 1 : 2);
     } finally {
       await sweeper.current?.close();
-      await queue.close();
-      await h.srv.close();
-      await h.blobs.close();
+      await h.close(queue);
     }
   });
 });
@@ -440,9 +432,7 @@ describe('batch sweep on BullMQ: an item that kills its worker', () => {
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
       await survivor?.close({ timeoutMs: 1000 });
-      await queue.close();
-      await h.srv.close();
-      await h.blobs.close();
+      await h.close(queue);
     }
   });
 });
