@@ -234,16 +234,21 @@ describe('bullmq: producers fail fast, workers wait and reconnect', () => {
     }
   });
 
-  it("a SIGKILLed worker's job is taken over by another worker once its lock lapses", async () => {
-    const name = nextName();
-    const lockMs = 1000;
+  /** The fixture worker in its own process: it reports each job it starts and never finishes one. */
+  function dyingWorker(name: string, lockMs: number) {
     const script = fileURLToPath(new URL('./fixtures/queue-worker.ts', import.meta.url));
     const child = spawn(process.execPath, [script, REDIS_URL, PREFIX, name, String(lockMs)], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
     const seen: string[] = [];
-    lines.on('line', (line) => seen.push(line));
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => seen.push(line));
+    return { child, seen };
+  }
+
+  it("a SIGKILLed worker's job is taken over by another worker once its lock lapses", async () => {
+    const name = nextName();
+    const lockMs = 1000;
+    const { child, seen } = dyingWorker(name, lockMs);
     const queue = bullmqQueue({
       url: REDIS_URL,
       prefix: PREFIX,
@@ -289,13 +294,7 @@ describe('bullmq: producers fail fast, workers wait and reconnect', () => {
   it('a job whose worker dies more often than maxStalledCount lands in the dead letter without its handler running again', async () => {
     const name = nextName();
     const lockMs = 1000;
-    const script = fileURLToPath(new URL('./fixtures/queue-worker.ts', import.meta.url));
-    const child = spawn(process.execPath, [script, REDIS_URL, PREFIX, name, String(lockMs)], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    const seen: string[] = [];
-    lines.on('line', (line) => seen.push(line));
+    const { child, seen } = dyingWorker(name, lockMs);
     // The survivor's stalled-job check decides: with a limit of 0, the first death is one too many
     // (an input that kills its worker every time, e.g. out of memory).
     const queue = bullmqQueue({
