@@ -148,4 +148,32 @@ describe('loadConfig: queue and blob store', () => {
     expect(message).toContain('COMPRESSO_PUBLIC_URL: expected an http:// or https:// URL');
     expect(message).not.toContain('hunter2');
   });
+
+  it('TRUST_PROXY: off by default; a hop count or a list of addresses and subnets; never "everything"', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toBe(1);
+    expect(loadConfig({ TRUST_PROXY: '0' }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8, fd00::/8, 192.168.1.7' }).trustProxy).toEqual([
+      'loopback',
+      '10.0.0.0/8',
+      'fd00::/8',
+      '192.168.1.7',
+    ]);
+    expect(loadConfig({}, { trustProxy: 2 }).trustProxy).toBe(2);
+    let error: unknown;
+    try {
+      loadConfig({ TRUST_PROXY: 'true', PORT: 'x' });
+    } catch (e) {
+      error = e;
+    }
+    // Listed with the other problems, naming the variable.
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems).toHaveLength(2);
+    expect(problems.find((p) => p.startsWith('TRUST_PROXY:'))).toMatch(/any client choose its own address/);
+    for (const bad of ['10.0.0.0/33', 'proxy.example.com', '::1/129', '1.2.3.4/8/9', '*', '33']) {
+      expect(() => loadConfig({ TRUST_PROXY: bad }), bad).toThrow(/TRUST_PROXY: /);
+    }
+  });
 });

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 
@@ -131,6 +132,15 @@ export interface Config {
    * COMPRESSO_PUBLIC_URL is https or the request arrived over HTTPS.
    */
   cookieSecure: boolean | undefined;
+  /**
+   * Which proxies in front of the server to believe (TRUST_PROXY), in express's trust-proxy terms: a
+   * hop count (`1`: the one proxy right in front, whose X-Forwarded-For entry is the client) or a
+   * comma-separated list of addresses, subnets and the names `loopback`, `linklocal`, `uniquelocal`.
+   * The client address it yields (req.ip) keys every throttle; X-Forwarded-Proto from a trusted hop
+   * decides whether cookies are Secure. Default: none (the socket's address), never "everything": a
+   * trusted X-Forwarded-For is one any client could write otherwise.
+   */
+  trustProxy: number | string[] | false;
 }
 
 const intFrom = (min: number, max: number) =>
@@ -138,6 +148,55 @@ const intFrom = (min: number, max: number) =>
     .union([z.int(), z.string().regex(/^\s*\d+\s*$/, 'expected a whole number')])
     .transform((v) => Number(v))
     .pipe(z.int().min(min).max(max));
+
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** One TRUST_PROXY entry: a name express knows, an address, or an address/prefix (or /netmask). */
+function proxyEntryProblem(entry: string): string | undefined {
+  if (PROXY_NAMES.has(entry)) return undefined;
+  const [address = '', range, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (!family || rest.length > 0)
+    return `"${entry}" is not an address, subnet or one of ${[...PROXY_NAMES].join(', ')}`;
+  if (range === undefined) return undefined;
+  if (/^\d{1,3}$/.test(range) && Number(range) <= (family === 4 ? 32 : 128)) return undefined;
+  if (family === 4 && isIP(range) === 4) return undefined;
+  return `"${entry}" has a prefix length out of range for IPv${family}`;
+}
+
+const trustProxySchema = z
+  .union([z.literal(false), z.int().min(0).max(32), z.array(z.string()), z.string()])
+  .transform((value, ctx): number | string[] | false => {
+    if (value === false) return false;
+    if (typeof value === 'number') return value === 0 ? false : value;
+    const text = Array.isArray(value) ? value.join(',') : value.trim();
+    if (/^\d+$/.test(text)) {
+      const hops = Number(text);
+      if (hops > 32) ctx.addIssue({ code: 'custom', message: 'expected at most 32 hops' });
+      return hops === 0 ? false : hops;
+    }
+    if (/^(false|off|none)$/i.test(text)) return false;
+    if (/^(true|\*|all)$/i.test(text)) {
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          "trusting every proxy lets any client choose its own address (X-Forwarded-For); give the hop count (e.g. 1) or the proxies' addresses or subnets",
+      });
+      return false;
+    }
+    const entries = text
+      .split(',')
+      .map((e) => e.trim())
+      .filter(Boolean);
+    if (entries.length === 0)
+      ctx.addIssue({ code: 'custom', message: 'expected a hop count or a list of addresses' });
+    for (const entry of entries) {
+      const problem = proxyEntryProblem(entry);
+      if (problem)
+        ctx.addIssue({ code: 'custom', message: `expected a hop count or addresses/subnets: ${problem}` });
+    }
+    return entries;
+  });
 
 const ConfigSchema = z.object({
   port: intFrom(0, 65_535).default(3000),
@@ -204,6 +263,7 @@ const ConfigSchema = z.object({
     .union([z.boolean(), z.enum(['true', 'false', '1', '0'], { error: 'expected true or false' })])
     .transform((v) => v === true || v === 'true' || v === '1')
     .optional(),
+  trustProxy: trustProxySchema.default(false),
 });
 
 /** Environment variable behind each config field, for error messages and docs. */
@@ -244,6 +304,7 @@ export const CONFIG_ENV: Record<keyof Config, string> = {
   mailFrom: 'COMPRESSO_MAIL_FROM',
   publicUrl: 'COMPRESSO_PUBLIC_URL',
   cookieSecure: 'COMPRESSO_COOKIE_SECURE',
+  trustProxy: 'TRUST_PROXY',
 };
 
 export class ConfigError extends Error {

@@ -387,25 +387,68 @@ export function describeDatabaseBattery(name: string, open: () => Promise<Databa
     );
 
     it(
-      'counts failed log-ins per subject within a window, atomically',
+      'attempts: counted before the try, free ones pass, then a block that doubles; refunds and a quiet window',
       withDb(async (db) => {
-        const t = (m: number) => new Date(Date.UTC(2026, 0, 1, 0, m)).toISOString();
-        const w = (m: number) => t(m - 15);
-        await Promise.all(Array.from({ length: 5 }, () => db.recordLoginFailure('email:x', t(1), w(1))));
-        expect(await db.loginFailures('email:x', w(2))).toEqual({ failures: 5, lastFailedAt: t(1) });
-        expect(await db.loginFailures('email:x', w(20))).toBeUndefined();
-        expect(await db.loginFailures('ip:y', w(2))).toBeUndefined();
-        expect(await db.recordLoginFailure('email:x', t(3), w(3))).toEqual({
-          failures: 6,
-          lastFailedAt: t(3),
+        const rule = { windowMs: 3_600_000, free: 3, baseLockMs: 30_000, maxLockMs: 120_000 };
+        const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();
+        const take = (ms: number, subject = 'acct:a') => db.takeAttempt(subject, at(ms), rule);
+        expect(await take(0)).toEqual({ allowed: true, attempts: 1, blockedUntil: null });
+        expect(await take(1)).toEqual({ allowed: true, attempts: 2, blockedUntil: null });
+        // The attempt that reaches `free` passes and blocks what follows for the base lock.
+        expect(await take(2)).toEqual({ allowed: true, attempts: 3, blockedUntil: at(30_002) });
+        expect(await take(3)).toEqual({ allowed: false, attempts: 3, blockedUntil: at(30_002) });
+        expect(await take(30_001)).toMatchObject({ allowed: false });
+        // Past the block one more passes, and the block doubles, up to the cap.
+        expect(await take(30_002)).toEqual({ allowed: true, attempts: 4, blockedUntil: at(90_002) });
+        expect(await take(90_002)).toEqual({ allowed: true, attempts: 5, blockedUntil: at(210_002) });
+        expect(await take(210_002)).toEqual({ allowed: true, attempts: 6, blockedUntil: at(330_002) });
+        // Another subject is untouched.
+        expect(await take(210_003, 'acct:b')).toEqual({ allowed: true, attempts: 1, blockedUntil: null });
+        // A quiet window starts the count again.
+        expect(await take(330_002 + 3_600_000)).toEqual({ allowed: true, attempts: 1, blockedUntil: null });
+        // A refund below `free` lifts the block the refunded attempt set.
+        await take(330_003 + 3_600_000);
+        expect((await take(330_004 + 3_600_000)).blockedUntil).not.toBeNull();
+        await db.refundAttempt('acct:a', rule.free);
+        expect(await take(330_005 + 3_600_000)).toMatchObject({ allowed: true, attempts: 3 });
+        await db.clearAttempts('acct:a');
+        expect(await take(330_006 + 3_600_000)).toEqual({ allowed: true, attempts: 1, blockedUntil: null });
+        // free: 1 blocks from the first attempt on.
+        expect(await db.takeAttempt('one', at(0), { ...rule, free: 1 })).toEqual({
+          allowed: true,
+          attempts: 1,
+          blockedUntil: at(30_000),
         });
-        // A failure after a quiet window starts counting again.
-        expect(await db.recordLoginFailure('email:x', t(30), w(30))).toEqual({
-          failures: 1,
-          lastFailedAt: t(30),
-        });
-        await db.clearLoginFailures('email:x');
-        expect(await db.loginFailures('email:x', w(30))).toBeUndefined();
+      }),
+    );
+
+    it(
+      'attempts: 25 concurrent tries against five free allow exactly five',
+      withDb(async (db) => {
+        const rule = { windowMs: 3_600_000, free: 5, baseLockMs: 30_000, maxLockMs: 900_000 };
+        const now = '2026-01-01T00:00:00.000Z';
+        const verdicts = await Promise.all(
+          Array.from({ length: 25 }, () => db.takeAttempt('burst', now, rule)),
+        );
+        expect(verdicts.filter((v) => v.allowed)).toHaveLength(5);
+        expect(
+          verdicts
+            .filter((v) => v.allowed)
+            .map((v) => v.attempts)
+            .sort(),
+        ).toEqual([1, 2, 3, 4, 5]);
+      }),
+    );
+
+    it(
+      'remembers the networks an account signed in from, since a given time',
+      withDb(async (db) => {
+        expect(await db.knownLoginNetwork('acct+net', '2026-01-01T00:00:00.000Z')).toBe(false);
+        await db.rememberLoginNetwork('acct+net', '2026-02-01T00:00:00.000Z');
+        await db.rememberLoginNetwork('acct+net', '2026-01-15T00:00:00.000Z');
+        expect(await db.knownLoginNetwork('acct+net', '2026-02-01T00:00:00.000Z')).toBe(true);
+        expect(await db.knownLoginNetwork('acct+net', '2026-02-01T00:00:00.001Z')).toBe(false);
+        expect(await db.knownLoginNetwork('acct+other', '2026-01-01T00:00:00.000Z')).toBe(false);
       }),
     );
 

@@ -109,10 +109,26 @@ export interface WebSessionRecord {
   expiresAt: string;
 }
 
-/** Failed log-in attempts counted for one subject (an email or a client network). */
-export interface LoginFailures {
-  failures: number;
-  lastFailedAt: string;
+/**
+ * How attempts at one thing (a log-in, a sign-up, a promo code) are rationed for one subject (an
+ * account, a network, an (account, network) pair). `free` attempts pass; the attempt that reaches
+ * `free` and every later one blocks the subject for a time that starts at `baseLockMs` and doubles
+ * with each further attempt, up to `maxLockMs`. A subject with no attempt for `windowMs` starts again.
+ */
+export interface AttemptRule {
+  windowMs: number;
+  free: number;
+  baseLockMs: number;
+  maxLockMs: number;
+}
+
+export interface AttemptVerdict {
+  /** True when this attempt was counted and may go ahead. */
+  allowed: boolean;
+  /** Attempts counted in the current window (this one included when allowed). */
+  attempts: number;
+  /** ISO 8601 instant before which the subject is refused, or null when it is not blocked. */
+  blockedUntil: string | null;
 }
 
 export interface Database {
@@ -221,13 +237,23 @@ export interface Database {
   /** Whether a reset token would still work at `now` (unused, unexpired), without using it. */
   resetTokenUsable(hash: string, now: string): Promise<boolean>;
   /**
-   * Count one failed log-in for `subject`, atomically. A count whose last failure is before
-   * `windowStart` starts again at 1. Returns the count after this failure.
+   * Count one attempt for `subject` before the thing is tried, atomically: one
+   * `INSERT … ON CONFLICT DO UPDATE … WHERE not blocked RETURNING`, like consumeQuota, so of any
+   * number of concurrent callers (in one process or many) only those within the rule are allowed.
+   * A refused attempt changes nothing.
    */
-  recordLoginFailure(subject: string, now: string, windowStart: string): Promise<LoginFailures>;
-  /** The failures counted for `subject` since `windowStart`, if any. */
-  loginFailures(subject: string, windowStart: string): Promise<LoginFailures | undefined>;
-  clearLoginFailures(subject: string): Promise<void>;
+  takeAttempt(subject: string, now: string, rule: AttemptRule): Promise<AttemptVerdict>;
+  /**
+   * Give back one counted attempt (it succeeded: a right password, a code that worked). When the
+   * count drops below `free`, any block that attempt set is lifted.
+   */
+  refundAttempt(subject: string, free: number): Promise<void>;
+  /** Forget every attempt counted for `subject`. */
+  clearAttempts(subject: string): Promise<void>;
+  /** Remember that `subject` (an opaque account-and-network key) signed in successfully at `now`. */
+  rememberLoginNetwork(subject: string, now: string): Promise<void>;
+  /** Whether `subject` signed in successfully at or after `since`. */
+  knownLoginNetwork(subject: string, since: string): Promise<boolean>;
   /**
    * A server-wide secret by name, made once: the first caller's `candidate` is stored and every
    * process (sharing the database) gets the same value back.

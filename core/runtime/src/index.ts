@@ -25,6 +25,8 @@ export { CONFIG_ENV, type Config, ConfigError, loadConfig } from './config.ts';
 export {
   type Account,
   type ApiKeyRecord,
+  type AttemptRule,
+  type AttemptVerdict,
   type BatchItemOutcome,
   type BatchItemRecord,
   type BatchItemStatus,
@@ -32,7 +34,6 @@ export {
   type Database,
   DuplicateError,
   type ListQueuedBatchItemsOptions,
-  type LoginFailures,
   type PlanId,
   type PromoCode,
   type QueuedBatchItem,

@@ -1,5 +1,6 @@
 import { CompressoError } from '@compresso/schema';
 import pg from 'pg';
+import { blockedUntilIso, REFUND_ATTEMPT_SQL, takeAttemptParams, takeAttemptSql } from './attempts-sql.ts';
 import type {
   Account,
   ApiKeyRecord,
@@ -155,6 +156,26 @@ const MIGRATIONS: { version: number; sql: string }[] = [
         day date NOT NULL,
         count integer NOT NULL,
         PRIMARY KEY (visitor, day)
+      );
+    `,
+  },
+  {
+    // Version 5: throttles counted before the attempt (one atomic statement, see attempts-sql.ts)
+    // replace login_failures, which counted failures after the password check; and the networks
+    // an account has signed in from, which its own lock-out spares.
+    version: 5,
+    sql: `
+      DROP TABLE login_failures;
+      CREATE TABLE throttle_attempts (
+        subject text PRIMARY KEY,
+        attempts integer NOT NULL,
+        last_ms bigint NOT NULL,
+        lock_ms bigint NOT NULL,
+        blocked_until_ms bigint NOT NULL
+      );
+      CREATE TABLE login_networks (
+        subject text PRIMARY KEY,
+        last_success_at timestamptz NOT NULL
       );
     `,
   },
@@ -701,26 +722,53 @@ export function postgresDatabase(options: PostgresOptions): Database {
       );
       return row !== undefined;
     },
-    async recordLoginFailure(subject, now, windowStart) {
+    async takeAttempt(subject, now, rule) {
+      // Typed placeholders: the statement does arithmetic on them, which PostgreSQL cannot infer.
+      const types = ['text', 'bigint', 'bigint', 'integer', 'bigint', 'bigint'];
       const row = await one(
-        `INSERT INTO login_failures (subject, failures, last_failed_at) VALUES ($1, 1, $2)
+        takeAttemptSql((n) => `$${n}::${types[n - 1]}`),
+        takeAttemptParams(subject, now, rule),
+      );
+      if (row)
+        return {
+          allowed: true,
+          attempts: Number(row.attempts),
+          blockedUntil: blockedUntilIso(row.blocked_until_ms),
+        };
+      const current = await one(
+        'SELECT attempts, blocked_until_ms FROM throttle_attempts WHERE subject = $1',
+        [subject],
+      );
+      return {
+        allowed: false,
+        attempts: Number(current?.attempts ?? 0),
+        blockedUntil: blockedUntilIso(current?.blocked_until_ms),
+      };
+    },
+    async refundAttempt(subject, free) {
+      await query(
+        REFUND_ATTEMPT_SQL((n) => (n === 1 ? '$1::text' : `$${n}::integer`)),
+        [subject, Math.trunc(free)],
+      );
+    },
+    async clearAttempts(subject) {
+      await query('DELETE FROM throttle_attempts WHERE subject = $1', [subject]);
+    },
+    async rememberLoginNetwork(subject, now) {
+      await query(
+        `INSERT INTO login_networks (subject, last_success_at) VALUES ($1, $2)
          ON CONFLICT (subject) DO UPDATE SET
-           failures = CASE WHEN login_failures.last_failed_at < $3 THEN 1 ELSE login_failures.failures + 1 END,
-           last_failed_at = excluded.last_failed_at
-         RETURNING failures, last_failed_at`,
-        [subject, now, windowStart],
+           last_success_at = GREATEST(login_networks.last_success_at, excluded.last_success_at)`,
+        [subject, now],
       );
-      return { failures: Number(row?.failures), lastFailedAt: iso(row?.last_failed_at) };
     },
-    async loginFailures(subject, windowStart) {
-      const row = await one(
-        'SELECT failures, last_failed_at FROM login_failures WHERE subject = $1 AND last_failed_at >= $2',
-        [subject, windowStart],
+    async knownLoginNetwork(subject, since) {
+      return (
+        (await one('SELECT 1 FROM login_networks WHERE subject = $1 AND last_success_at >= $2', [
+          subject,
+          since,
+        ])) !== undefined
       );
-      return row && { failures: Number(row.failures), lastFailedAt: iso(row.last_failed_at) };
-    },
-    async clearLoginFailures(subject) {
-      await query('DELETE FROM login_failures WHERE subject = $1', [subject]);
     },
     async webSecret(name, candidate) {
       await query('INSERT INTO web_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [

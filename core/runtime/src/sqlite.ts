@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import { blockedUntilIso, REFUND_ATTEMPT_SQL, takeAttemptParams, takeAttemptSql } from './attempts-sql.ts';
 import type {
   Account,
   ApiKeyRecord,
@@ -146,6 +147,26 @@ const MIGRATIONS: { version: number; sql: string }[] = [
         day TEXT NOT NULL,
         count INTEGER NOT NULL,
         PRIMARY KEY (visitor, day)
+      );
+    `,
+  },
+  {
+    // Version 5: throttles counted before the attempt (one atomic statement, see attempts-sql.ts)
+    // replace login_failures, which counted failures after the password check; and the networks
+    // an account has signed in from, which its own lock-out spares.
+    version: 5,
+    sql: `
+      DROP TABLE login_failures;
+      CREATE TABLE throttle_attempts (
+        subject TEXT PRIMARY KEY,
+        attempts INTEGER NOT NULL,
+        last_ms INTEGER NOT NULL,
+        lock_ms INTEGER NOT NULL,
+        blocked_until_ms INTEGER NOT NULL
+      );
+      CREATE TABLE login_networks (
+        subject TEXT PRIMARY KEY,
+        last_success_at TEXT NOT NULL
       );
     `,
   },
@@ -621,24 +642,43 @@ export function sqliteDatabase(options: SqliteOptions = {}): Database {
         ) !== undefined
       );
     },
-    async recordLoginFailure(subject, now, windowStart) {
-      const row = stmt(
-        `INSERT INTO login_failures (subject, failures, last_failed_at) VALUES (?, 1, ?)
-         ON CONFLICT (subject) DO UPDATE SET
-           failures = CASE WHEN login_failures.last_failed_at < ? THEN 1 ELSE login_failures.failures + 1 END,
-           last_failed_at = excluded.last_failed_at
-         RETURNING failures, last_failed_at`,
-      ).get(subject, now, windowStart) as Row;
-      return { failures: Number(row.failures), lastFailedAt: String(row.last_failed_at) };
+    async takeAttempt(subject, now, rule) {
+      const params = takeAttemptParams(subject, now, rule);
+      const row = stmt(takeAttemptSql((n) => `?${n}`)).get(...params) as Row | undefined;
+      if (row)
+        return {
+          allowed: true,
+          attempts: Number(row.attempts),
+          blockedUntil: blockedUntilIso(row.blocked_until_ms),
+        };
+      const current = stmt('SELECT attempts, blocked_until_ms FROM throttle_attempts WHERE subject = ?').get(
+        subject,
+      ) as Row | undefined;
+      return {
+        allowed: false,
+        attempts: Number(current?.attempts ?? 0),
+        blockedUntil: blockedUntilIso(current?.blocked_until_ms),
+      };
     },
-    async loginFailures(subject, windowStart) {
-      const row = stmt(
-        'SELECT failures, last_failed_at FROM login_failures WHERE subject = ? AND last_failed_at >= ?',
-      ).get(subject, windowStart) as Row | undefined;
-      return row && { failures: Number(row.failures), lastFailedAt: String(row.last_failed_at) };
+    async refundAttempt(subject, free) {
+      stmt(REFUND_ATTEMPT_SQL((n) => `?${n}`)).run(subject, Math.trunc(free));
     },
-    async clearLoginFailures(subject) {
-      stmt('DELETE FROM login_failures WHERE subject = ?').run(subject);
+    async clearAttempts(subject) {
+      stmt('DELETE FROM throttle_attempts WHERE subject = ?').run(subject);
+    },
+    async rememberLoginNetwork(subject, now) {
+      stmt(
+        `INSERT INTO login_networks (subject, last_success_at) VALUES (?, ?)
+         ON CONFLICT (subject) DO UPDATE SET last_success_at = max(last_success_at, excluded.last_success_at)`,
+      ).run(subject, now);
+    },
+    async knownLoginNetwork(subject, since) {
+      return (
+        stmt('SELECT 1 FROM login_networks WHERE subject = ? AND last_success_at >= ?').get(
+          subject,
+          since,
+        ) !== undefined
+      );
     },
     async webSecret(name, candidate) {
       stmt('INSERT INTO web_secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING').run(
