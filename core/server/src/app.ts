@@ -41,6 +41,8 @@ export interface AppDeps {
   blobs?: BlobStore;
   /** Shared with the process's workers (job outcomes); made here when not given. */
   metrics?: Metrics;
+  /** The web pages' clock (throttle windows, session and link expiry); tests pass a fixed one. */
+  now?: () => Date;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -72,6 +74,10 @@ export function createApp(deps: AppDeps): express.Express {
   app.set('etag', false);
   // Query strings are not part of this API; the simple parser cannot build nested objects from them.
   app.set('query parser', 'simple');
+  // Whose X-Forwarded-For/-Proto to believe (TRUST_PROXY, validated at start): req.ip then is the
+  // client's address, which keys every throttle and the visitor allowance, and req.secure follows the
+  // scheme the client used. Default false: the socket's address, never a header a client can write.
+  app.set('trust proxy', config.trustProxy);
 
   app.use((req: Request, res: Response, next: NextFunction) => {
     const started = process.hrtime.bigint();
@@ -219,7 +225,7 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   // First of the web routers: its session middleware sets res.locals.session for the ones after it.
-  app.use(accountRouter({ db, logger, config }));
+  app.use(accountRouter({ db, logger, config, ...(deps.now ? { now: deps.now } : {}) }));
   app.use(compressorRouter({ engine, db, logger, config, uploadLimits }));
   // After the session middleware, so the reference's navigation shows who is signed in.
   const docsBody = docsContent(document);

@@ -4,6 +4,7 @@ import { createAccount, createApiKey, createPromoCode } from '@compresso/runtime
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, form, smallJpeg, startTestServer, type TestServer, tempDir } from '../test-helpers.ts';
+import { PROMO_REFUSED } from './account.ts';
 import { Browser } from './test-browser.ts';
 
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
@@ -60,12 +61,12 @@ describe('web account pages over real HTTP', () => {
     expect(html).toContain('<span id="plan-name">Free</span>');
     expect(html).toMatch(/<button type="submit" disabled>Generate API Key<\/button>/);
 
-    // A wrong code is answered beside the field.
+    // A wrong code is answered beside the field, in words that do not say why (see throttle.test.ts).
     let res = await browser.submit('/account', '/account/promo', { code: 'NOPE-NOPE' });
-    expect(res.status).toBe(404);
+    expect(res.status).toBe(400);
     html = await res.text();
     expect(html).toMatch(/aria-invalid="true"/);
-    expect(html).toMatch(/<p class="field-error" id="field-code-error">No promo code NOPE-NOPE\.<\/p>/);
+    expect(html).toContain(`<p class="field-error" id="field-code-error">${PROMO_REFUSED}</p>`);
 
     res = await browser.submit('/account', '/account/promo', { code: 'LAUNCH-PRO' });
     expect(res.status).toBe(303);
@@ -194,26 +195,21 @@ describe('web account pages over real HTTP', () => {
     expect((await server.db.findApiKey(key.id))?.revokedAt).toBeNull();
   });
 
-  it('slows wrong passwords down, locks the email out after five, and does not say whether an email exists', async () => {
+  it('refuses log-ins after five wrong passwords, in this server and another on the same database', async () => {
     const email = 'slow@example.com';
     const browser = await signUp(server, email);
     await browser.submit('/account', '/logout', {});
-    const elapsed: number[] = [];
+    // From the sign-up's own network the (email, network) pair backs off after five; other networks
+    // meet the email's lock (throttle.test.ts has both sides).
     const statuses: number[] = [];
     const bodies: string[] = [];
     for (let i = 0; i < 5; i++) {
       const token = await browser.token('/login');
-      const started = performance.now();
       const res = await browser.post('/login', { _csrf: token, email, password: `wrong password ${i}` });
-      elapsed.push(performance.now() - started);
       statuses.push(res.status);
       bodies.push(await res.text());
     }
     expect(statuses).toEqual([401, 401, 401, 401, 401]);
-    // 250 ms after the first failure, doubling: the fifth waits 4 s. Loose bounds for a busy machine.
-    expect(elapsed[3]! - elapsed[0]!).toBeGreaterThan(1000);
-    expect(elapsed[4]! - elapsed[0]!).toBeGreaterThan(2500);
-    expect(elapsed[0]!).toBeGreaterThan(200);
     expect(bodies[0]).toContain('The email or the password is not right.');
 
     // Locked now, even with the right password; the answer says when to retry.
@@ -374,8 +370,8 @@ describe('password reset mail through SMTP', () => {
         password: 'mailed passphrase 1',
       });
       expect(done.status).toBe(303);
-      // Secure cookies: the public address is https.
-      expect(browser.setCookieLines.find((l) => l.startsWith('cmp_session='))).toMatch(/Secure/);
+      // Secure cookies with the __Host- prefix: the public address is https.
+      expect(browser.setCookieLines.find((l) => l.startsWith('__Host-cmp_session='))).toMatch(/Secure/);
     } finally {
       await server.close();
       await new Promise<void>((resolve) => smtp.close(() => resolve()));

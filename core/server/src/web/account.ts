@@ -30,13 +30,19 @@ import {
 } from './passwords.ts';
 import { createSessions, type Sessions, sessionOf, type WebSession } from './session.ts';
 import {
-  EMAIL_FREE_FAILURES,
+  accountSubject,
+  admit,
   emailSubject,
-  lockedFor,
-  NETWORK_FREE_FAILURES,
+  KNOWN_NETWORK_MS,
+  LOGIN_EMAIL,
+  LOGIN_NETWORK,
+  LOGIN_PAIR,
+  MAIL_PER_EMAIL,
   networkSubject,
-  recordFailure,
-  sleep,
+  PROMO_ACCOUNT,
+  PROMO_NETWORK,
+  pairSubject,
+  SIGNUP_NETWORK,
 } from './throttle.ts';
 
 export interface AccountDeps {
@@ -45,13 +51,15 @@ export interface AccountDeps {
   config: Config;
   /** Where reset links go; default: SMTP_URL through nodemailer, or the server log when unset. */
   mailer?: Mailer;
+  /** The clock for throttle windows and expiries; tests pass a fixed one. Default: the system clock. */
+  now?: () => Date;
 }
 
 /** Reset links work for 30 minutes: long enough to find the mail, short enough to age out of an inbox. */
 export const RESET_TTL_MS = 30 * 60 * 1000;
-/** Sign-ups per client network per window, and reset mails per email per window. */
-const SIGNUPS_PER_NETWORK = 10;
-const RESETS_PER_EMAIL = 3;
+/** One answer for every promo code that does not work: which of them it was would help a guesser. */
+export const PROMO_REFUSED =
+  'This code does not work. Check it and try again: it may also have expired or been used up.';
 
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 const RESET_TOKEN = /^[A-Za-z0-9_-]{43}$/;
@@ -91,6 +99,9 @@ const str = (body: unknown, name: string): string => {
   return typeof value === 'string' ? value : '';
 };
 
+/** The client's address as TRUST_PROXY lets express derive it (req.ip); the socket's without a proxy. */
+const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddress ?? '';
+
 function minutes(ms: number): string {
   const m = Math.max(1, Math.ceil(ms / 60000));
   return m === 1 ? '1 minute' : `${m} minutes`;
@@ -117,8 +128,9 @@ const NOTICES: Record<string, string> = {
  */
 export function accountRouter(deps: AccountDeps): express.Router {
   const { db, logger, config } = deps;
+  const clock = deps.now ?? (() => new Date());
   const mailer = deps.mailer ?? createMailer(config, logger);
-  const sessions: Sessions = createSessions(deps);
+  const sessions: Sessions = createSessions({ ...deps, now: clock });
   const router = express.Router();
   router.use(sessions.middleware);
   const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 });
@@ -168,15 +180,19 @@ ${errors.form ? `<p class="alert" role="alert">${escapeHtml(errors.form)}</p>` :
     if (problem) errors.password = problem;
     if (Object.keys(errors).length) return signupPage(req, res, { email }, errors, 400);
 
-    const network = networkSubject(req.socket.remoteAddress ?? '', 'signup');
-    const wait = await lockedFor(db, network, SIGNUPS_PER_NETWORK);
-    if (wait > 0) {
-      res.setHeader('Retry-After', String(Math.ceil(wait / 1000)));
+    // Counted before anything else, so a burst cannot outrun it.
+    const admission = await admit(
+      db,
+      [{ subject: networkSubject(clientAddress(req), 'signup'), rule: SIGNUP_NETWORK }],
+      clock(),
+    );
+    if (!admission.allowed) {
+      res.setHeader('Retry-After', String(Math.ceil(admission.waitMs / 1000)));
       return signupPage(
         req,
         res,
         { email },
-        { form: `Too many sign-ups from your network. Try again in ${minutes(wait)}.` },
+        { form: `Too many sign-ups from your network. Try again in ${minutes(admission.waitMs)}.` },
         429,
       );
     }
@@ -207,8 +223,9 @@ ${errors.form ? `<p class="alert" role="alert">${escapeHtml(errors.form)}</p>` :
       }
       throw error;
     }
-    await recordFailure(db, network);
-    await db.setPasswordHash(account.id, await hashPassword(password), new Date().toISOString());
+    await db.setPasswordHash(account.id, await hashPassword(password), clock().toISOString());
+    // Where the owner signed up from is a network they use: spared the email's lock from now on.
+    await db.rememberLoginNetwork(pairSubject(email, clientAddress(req), 'known'), clock().toISOString());
     logger.info({ account_id: account.id }, 'account signed up');
     await sessions.start(req, res, account);
     res.redirect(303, '/account?notice=welcome');
@@ -258,20 +275,32 @@ ${errors.form ? `<p class="alert" role="alert" id="login-error">${escapeHtml(err
     if (password.length > MAX_PASSWORD_LENGTH) errors.password = 'That is longer than any password here.';
     if (Object.keys(errors).length) return loginPage(req, res, { email }, errors, 400);
 
-    const byEmail = emailSubject(email);
-    const byNetwork = networkSubject(req.socket.remoteAddress ?? '');
-    const wait = Math.max(
-      await lockedFor(db, byEmail, EMAIL_FREE_FAILURES),
-      await lockedFor(db, byNetwork, NETWORK_FREE_FAILURES),
+    const address = clientAddress(req);
+    const now = clock();
+    const pair = pairSubject(email, address);
+    // A network this email signed in from lately is spared the email's lock (its own pair still
+    // backs off): an attack from elsewhere cannot lock the owner out.
+    const known = await db.knownLoginNetwork(
+      pairSubject(email, address, 'known'),
+      new Date(now.getTime() - KNOWN_NETWORK_MS).toISOString(),
     );
-    if (wait > 0) {
-      res.setHeader('Retry-After', String(Math.ceil(wait / 1000)));
+    const admission = await admit(
+      db,
+      [
+        { subject: pair, rule: LOGIN_PAIR },
+        { subject: networkSubject(address), rule: LOGIN_NETWORK },
+        ...(known ? [] : [{ subject: emailSubject(email), rule: LOGIN_EMAIL }]),
+      ],
+      now,
+    );
+    if (!admission.allowed) {
+      res.setHeader('Retry-After', String(Math.ceil(admission.waitMs / 1000)));
       return loginPage(
         req,
         res,
         { email },
         {
-          form: `Too many failed log-ins. Try again in ${minutes(wait)}, or reset your password.`,
+          form: `Too many failed log-ins. Try again in ${minutes(admission.waitMs)}, or reset your password.`,
         },
         429,
       );
@@ -281,12 +310,13 @@ ${errors.form ? `<p class="alert" role="alert" id="login-error">${escapeHtml(err
     // Unknown emails and accounts without a password cost the same scrypt work as a wrong password.
     const matches = await verifyPassword(password, stored ?? (await decoyHash()));
     if (!account || stored === undefined || !matches) {
-      const delay = await recordFailure(db, byEmail);
-      await recordFailure(db, byNetwork);
-      await sleep(delay);
+      // The attempt stays counted: that is the whole throttle.
       return loginPage(req, res, { email }, { form: 'The email or the password is not right.' }, 401);
     }
-    await db.clearLoginFailures(byEmail);
+    // Right: this pair starts afresh, the email and the network get their attempt back.
+    await admission.refund([pair]);
+    await db.clearAttempts(pair);
+    await db.rememberLoginNetwork(pairSubject(email, address, 'known'), now.toISOString());
     await sessions.start(req, res, account);
     res.redirect(303, '/account');
   });
@@ -334,16 +364,15 @@ ${notice ? `<p class="notice" role="status">${escapeHtml(notice)}</p>` : ''}
     if (!email) return resetRequestPage(req, res, {}, { email: 'Enter your email address.' }, '', 400);
     // The same answer whether or not the email has an account.
     const answer = `If ${email} has an account, a reset link is on its way (valid 30 minutes). No mail? Check spam, or ask the operator: without mail set up, links go to the server log.`;
-    const byEmail = `reset-${emailSubject(email)}`;
-    if ((await lockedFor(db, byEmail, RESETS_PER_EMAIL)) > 0) {
-      logger.warn({}, 'password reset refused: too many for one email');
+    const mails = await admit(db, [{ subject: emailSubject(email, 'mail'), rule: MAIL_PER_EMAIL }], clock());
+    if (!mails.allowed) {
+      logger.warn({}, 'password reset refused: too many mails for one email');
       return resetRequestPage(req, res, { email }, {}, answer);
     }
-    await recordFailure(db, byEmail);
     const account = await db.findAccountByEmail(email);
     if (account) {
       const token = randomBytes(32).toString('base64url');
-      const now = new Date();
+      const now = clock();
       const expiresAt = new Date(now.getTime() + RESET_TTL_MS).toISOString();
       await db.insertResetToken(sha256(token), account.id, now.toISOString(), expiresAt);
       const base = config.publicUrl ?? `${req.protocol}://${req.get('host')}`;
@@ -401,7 +430,7 @@ ${errors.form ? `<p class="alert" role="alert">${escapeHtml(errors.form)}</p>` :
     const token = String(req.params.token);
     if (!RESET_TOKEN.test(token)) return invalidResetLink(res);
     // Say a used or expired link is dead before the person types a new password into it.
-    if (!(await db.resetTokenUsable(sha256(token), new Date().toISOString()))) return invalidResetLink(res);
+    if (!(await db.resetTokenUsable(sha256(token), clock().toISOString()))) return invalidResetLink(res);
     await resetTokenPage(req, res, token);
   });
 
@@ -426,13 +455,15 @@ ${errors.form ? `<p class="alert" role="alert">${escapeHtml(errors.form)}</p>` :
     const password = str(req.body, 'password');
     const problem = passwordProblem(password);
     if (problem) return resetTokenPage(req, res, token, { password: problem }, 400);
-    const accountId = await db.consumeResetToken(sha256(token), new Date().toISOString());
+    const accountId = await db.consumeResetToken(sha256(token), clock().toISOString());
     const account = accountId ? await db.findAccountById(accountId) : undefined;
     if (!account) return invalidResetLink(res);
-    await db.setPasswordHash(account.id, await hashPassword(password), new Date().toISOString());
+    await db.setPasswordHash(account.id, await hashPassword(password), clock().toISOString());
     // A reset is what people do when they fear someone else is in: sign every session out.
     await db.deleteAccountWebSessions(account.id);
-    await db.clearLoginFailures(emailSubject(account.email));
+    // Whoever holds the mailbox is the owner: their email lock and this network's backoff end.
+    await db.clearAttempts(emailSubject(account.email));
+    await db.clearAttempts(pairSubject(account.email, clientAddress(req)));
     logger.info({ account_id: account.id }, 'password set through a reset link');
     await sessions.start(req, res, account);
     res.redirect(303, '/account?notice=password');
@@ -451,7 +482,7 @@ ${errors.form ? `<p class="alert" role="alert">${escapeHtml(errors.form)}</p>` :
   const accountPage = async (req: Request, res: Response, session: WebSession, view: AccountView = {}) => {
     const account = (await db.findAccountById(session.account.id)) ?? session.account;
     const plan = planOf(account.plan, config);
-    const now = new Date();
+    const now = clock();
     const used = await db.usageOn(account.id, quotaDay(now));
     const keys = await listApiKeys(db, account.id);
     const errors = view.errors ?? {};
@@ -552,16 +583,35 @@ ${keysSection}`,
     const code = str(req.body, 'code').trim();
     if (!code)
       return accountPage(req, res, session, { errors: { code: 'Enter a promo code.' }, status: 400 });
-    try {
-      await applyPromo(db, session.account.id, code);
-    } catch (error) {
-      if (!isCompressoError(error) || error.status >= 500) throw error;
+    // Guessing a code is a search: every try is counted first, per account and per network.
+    const admission = await admit(
+      db,
+      [
+        { subject: accountSubject(session.account.id, 'promo'), rule: PROMO_ACCOUNT },
+        { subject: networkSubject(clientAddress(req), 'promo'), rule: PROMO_NETWORK },
+      ],
+      clock(),
+    );
+    if (!admission.allowed) {
+      res.setHeader('Retry-After', String(Math.ceil(admission.waitMs / 1000)));
       return accountPage(req, res, session, {
-        errors: { code: error.message },
+        errors: { code: `Too many codes tried. Try again in ${minutes(admission.waitMs)}.` },
         values: { code },
-        status: error.status,
+        status: 429,
       });
     }
+    try {
+      await applyPromo(db, session.account.id, code, clock());
+    } catch (error) {
+      if (!isCompressoError(error) || error.status >= 500) throw error;
+      // Unknown, expired, used up, already redeemed: one answer, so a guesser learns nothing from it.
+      return accountPage(req, res, session, {
+        errors: { code: PROMO_REFUSED },
+        values: { code },
+        status: 400,
+      });
+    }
+    await admission.refund();
     logger.info({ account_id: session.account.id }, 'promo code redeemed on the web');
     res.redirect(303, '/account?notice=pro');
   });

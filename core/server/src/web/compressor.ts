@@ -220,7 +220,8 @@ export function compressorRouter(deps: CompressorDeps): express.Router {
       };
     }
     // Free accounts count like visitors, by network: a new account per 20 images should gain nothing.
-    const visitor = visitorKey(req.socket.remoteAddress ?? '');
+    // req.ip: the client as TRUST_PROXY lets express see it, not the proxy every visitor shares.
+    const visitor = visitorKey(req.ip ?? req.socket.remoteAddress ?? '');
     return {
       kind: 'visitor' as const,
       day,

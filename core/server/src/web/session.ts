@@ -14,10 +14,19 @@ import { escapeHtml, page, sendPage } from './layout.ts';
  * planted before log-in is worth nothing after it.
  *
  * CSRF: every state-changing form carries a token. Signed in, the token is an HMAC of the session id
- * (a synchronizer token bound to the session, nothing extra stored). Signed out (log-in, sign-up,
- * reset forms), it is an HMAC of a random `cmp_csrf` cookie: a signed double-submit, so a site that
- * can plant a cookie still cannot make a matching token. The HMAC key is one random server secret,
- * kept in the database so every process sharing it agrees.
+ * (a synchronizer token bound to the session, nothing extra stored), and ONLY that token is accepted:
+ * a signed-out token is refused on a signed-in request. (Accepting both let someone who can plant a
+ * cookie on the site, e.g. from a sibling subdomain or over plain http, fetch a matching signed-out
+ * cookie/token pair for themselves, plant the cookie in the victim's browser and post as the victim.)
+ * Signed out (log-in, sign-up, reset forms), the token is an HMAC of a random `cmp_csrf` cookie: a
+ * signed double-submit. The HMAC key is one random server secret, kept in the database so every
+ * process sharing it agrees.
+ *
+ * Over https both cookies carry the `__Host-` prefix (`__Host-cmp_session`, `__Host-cmp_csrf`):
+ * browsers accept such a cookie only with Secure, Path=/ and no Domain, from a secure origin, so a
+ * sibling subdomain or a plain-http man in the middle cannot set or overwrite them. Whether a request
+ * is https comes from COMPRESSO_COOKIE_SECURE, an https COMPRESSO_PUBLIC_URL, or req.secure, which
+ * behind a proxy follows X-Forwarded-Proto only when TRUST_PROXY trusts that proxy.
  */
 
 export const SESSION_COOKIE = 'cmp_session';
@@ -38,6 +47,8 @@ export interface SessionDeps {
   db: Database;
   config: Config;
   logger: Logger;
+  /** The clock for session expiry; default: the system clock. */
+  now?: () => Date;
 }
 
 interface Locals {
@@ -64,9 +75,22 @@ export function readCookie(req: Request, name: string): string | undefined {
   return undefined;
 }
 
-/** Secure cookies when the operator says so, when the public address is https, or over TLS. */
+/**
+ * Secure cookies when the operator says so, when the public address is https, or when the request
+ * came over https (req.secure: TLS here, or X-Forwarded-Proto from a proxy TRUST_PROXY trusts).
+ */
 function secureCookies(req: Request, config: Config): boolean {
   return config.cookieSecure ?? (config.publicUrl?.startsWith('https:') || req.secure);
+}
+
+/**
+ * The cookie names for this request: `__Host-`-prefixed when cookies are Secure. Only those names
+ * are read then, so a plain-named cookie planted by a sibling site is ignored.
+ */
+export function cookieNames(req: Request, config: Config): { session: string; csrf: string } {
+  return secureCookies(req, config)
+    ? { session: `__Host-${SESSION_COOKIE}`, csrf: `__Host-${CSRF_COOKIE}` }
+    : { session: SESSION_COOKIE, csrf: CSRF_COOKIE };
 }
 
 export function sessionOf(res: Response): WebSession | undefined {
@@ -76,6 +100,7 @@ export function sessionOf(res: Response): WebSession | undefined {
 /** The per-app session machinery; one per createApp, sharing the database's secret. */
 export function createSessions(deps: SessionDeps): Sessions {
   const { db, config, logger } = deps;
+  const clock = deps.now ?? (() => new Date());
   let secret: Promise<Buffer> | undefined;
   const hmacKey = () => {
     secret ??= db
@@ -107,10 +132,10 @@ export function createSessions(deps: SessionDeps): Sessions {
   const middleware: RequestHandler = async (req, res, next) => {
     try {
       res.locals.sessions = sessions;
-      const id = readCookie(req, SESSION_COOKIE);
+      const id = readCookie(req, cookieNames(req, config).session);
       if (id) {
         const idHash = sha256(id);
-        const found = await db.findWebSession(idHash, new Date().toISOString());
+        const found = await db.findWebSession(idHash, clock().toISOString());
         if (found) {
           const locals = res.locals as Locals;
           locals.sessionId = id;
@@ -128,7 +153,7 @@ export function createSessions(deps: SessionDeps): Sessions {
   const start = async (req: Request, res: Response, account: Account): Promise<WebSession> => {
     const locals = res.locals as Locals;
     if (locals.sessionIdHash) await db.deleteWebSession(locals.sessionIdHash);
-    const now = new Date();
+    const now = clock();
     // Expired rows are dead weight only; clearing them at log-in keeps the table small without a timer.
     await db.pruneWebSessions(now.toISOString());
     const id = randomBytes(32).toString('base64url');
@@ -139,7 +164,7 @@ export function createSessions(deps: SessionDeps): Sessions {
       createdAt: now.toISOString(),
       expiresAt: new Date(now.getTime() + SESSION_TTL_MS).toISOString(),
     });
-    res.cookie(SESSION_COOKIE, id, cookieOptions(req, SESSION_TTL_MS));
+    res.cookie(cookieNames(req, config).session, id, cookieOptions(req, SESSION_TTL_MS));
     locals.sessionId = id;
     locals.sessionIdHash = idHash;
     locals.session = { account, csrfToken: await sign('session', id) };
@@ -151,7 +176,7 @@ export function createSessions(deps: SessionDeps): Sessions {
   const end = async (req: Request, res: Response): Promise<void> => {
     const locals = res.locals as Locals;
     if (locals.sessionIdHash) await db.deleteWebSession(locals.sessionIdHash);
-    res.clearCookie(SESSION_COOKIE, { ...cookieOptions(req, 0), maxAge: undefined });
+    res.clearCookie(cookieNames(req, config).session, { ...cookieOptions(req, 0), maxAge: undefined });
     locals.session = undefined;
     locals.sessionId = undefined;
     locals.sessionIdHash = undefined;
@@ -164,10 +189,11 @@ export function createSessions(deps: SessionDeps): Sessions {
   const csrfToken = async (req: Request, res: Response): Promise<string> => {
     const session = sessionOf(res);
     if (session) return session.csrfToken;
-    let anon = (res.locals as { anonCsrf?: string }).anonCsrf ?? readCookie(req, CSRF_COOKIE);
+    let anon =
+      (res.locals as { anonCsrf?: string }).anonCsrf ?? readCookie(req, cookieNames(req, config).csrf);
     if (!anon) {
       anon = randomBytes(32).toString('base64url');
-      res.cookie(CSRF_COOKIE, anon, cookieOptions(req, 24 * 3600 * 1000));
+      res.cookie(cookieNames(req, config).csrf, anon, cookieOptions(req, 24 * 3600 * 1000));
     }
     (res.locals as { anonCsrf?: string }).anonCsrf = anon;
     return sign('anon', anon);
@@ -191,11 +217,13 @@ export function createSessions(deps: SessionDeps): Sessions {
       const fromHeader = req.get(CSRF_HEADER);
       const given = fromBody ?? fromHeader ?? '';
       const locals = res.locals as Locals;
-      const anon = readCookie(req, CSRF_COOKIE);
+      // Signed in: the session's token and nothing else. Signed out: the one bound to cmp_csrf.
+      const anon = readCookie(req, cookieNames(req, config).csrf);
       const ok =
         given.length > 0 &&
-        ((locals.sessionId !== undefined && matches(given, await sign('session', locals.sessionId))) ||
-          (anon !== undefined && matches(given, await sign('anon', anon))));
+        (locals.sessionId !== undefined
+          ? matches(given, await sign('session', locals.sessionId))
+          : anon !== undefined && matches(given, await sign('anon', anon)));
       if (ok) return next();
       const error = new CompressoError(
         'FORBIDDEN',
