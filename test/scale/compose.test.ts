@@ -4,6 +4,7 @@ import { createProgram } from '@compresso/cli';
 import { CONFIG_ENV, loadConfig } from '@compresso/runtime';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { form, smallJpeg, startTestServer } from '../../core/server/src/test-helpers.ts';
 
 /**
  * docker-compose.yml cannot run here (no Docker), so it is checked the way it would go wrong: it must
@@ -16,6 +17,9 @@ const repo = resolve(import.meta.dirname, '../..');
 interface Service {
   build?: unknown;
   image?: string;
+  ports?: string[];
+  expose?: string[];
+  volumes?: string[];
   command?: string[];
   environment?: Record<string, string | number>;
   depends_on?: Record<string, unknown>;
@@ -37,8 +41,8 @@ function resolved(env: Record<string, string | number>): Record<string, string> 
 }
 
 describe('docker-compose.yml', () => {
-  it('has the API, the worker, PostgreSQL and Redis', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'postgres', 'redis', 'worker']);
+  it('has the API, the worker, the proxy in front, PostgreSQL and Redis', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['api', 'postgres', 'proxy', 'redis', 'worker']);
     expect(compresso.map(([name]) => name).sort()).toEqual(['api', 'worker']);
   });
 
@@ -84,5 +88,75 @@ describe('docker-compose.yml', () => {
     const install = /^RUN (npm ci[^&\n]*)/m.exec(dockerfile)?.[1] ?? '';
     expect(install).toContain('--omit=dev');
     if (scripts?.prepare || scripts?.postinstall) expect(install).toContain('--ignore-scripts');
+  });
+
+  describe('--scale api=N behind the proxy', () => {
+    const api = compose.services.api!;
+    const proxy = compose.services.proxy!;
+    const apiPort = api.command?.[api.command.indexOf('--port') + 1];
+
+    it('publishes the host port on the proxy only, so any number of API replicas start', () => {
+      // A fixed host port on api ("3000:3000") lets the second replica fail to bind it.
+      expect(api.ports ?? []).toEqual([]);
+      expect(api.expose).toEqual([apiPort]);
+      expect(proxy.ports).toEqual(['3000:80']);
+      expect(
+        Object.keys(proxy.depends_on ?? {}).length || (proxy.depends_on as unknown as string[])?.length,
+      ).toBe(1);
+      // The proxy's configuration is the repository's Caddyfile, which sends every request to every
+      // replica of the api service on the port it serves on.
+      const mount = proxy.volumes?.find((v) => v.endsWith(':/etc/caddy/Caddyfile:ro')) ?? '';
+      const caddyfile = readFileSync(join(repo, mount.split(':')[0]!), 'utf8');
+      expect(caddyfile).toMatch(new RegExp(`^\\s*dynamic a api ${apiPort}$`, 'm'));
+      expect(caddyfile).toMatch(/^:80 \{$/m);
+    });
+
+    it('trusts exactly the one hop the proxy is (TRUST_PROXY=1)', () => {
+      const config = loadConfig(resolved(api.environment ?? {}));
+      expect(config.trustProxy).toBe(1);
+      // The worker serves no HTTP: it has no proxy to trust.
+      expect(loadConfig(resolved(compose.services.worker!.environment ?? {})).trustProxy).toBe(false);
+    });
+
+    it("with the api service's TRUST_PROXY, the app takes the client from the proxy's X-Forwarded-For entry, not a client's", async () => {
+      const trustProxy = loadConfig(resolved(api.environment ?? {})).trustProxy;
+      // The visitor allowance (1 image a day here) is keyed on the client address the app derives.
+      const server = await startTestServer({
+        dbPath: ':memory:',
+        overrides: { trustProxy, visitorDailyLimit: 1 },
+      });
+      try {
+        const page = await fetch(`${server.url}/`);
+        const token = /<meta name="csrf-token" content="([^"]+)">/.exec(await page.text())?.[1] ?? '';
+        const cookie = page.headers
+          .getSetCookie()
+          .map((c) => c.split(';')[0])
+          .join('; ');
+        const jpeg = await smallJpeg();
+        // What Caddy sends: whatever the client claimed, then the address it saw, last.
+        const upload = async (forwardedFor: string) =>
+          (
+            await fetch(`${server.url}/web/compress`, {
+              method: 'POST',
+              headers: {
+                'x-csrf-token': token,
+                cookie,
+                'sec-fetch-site': 'same-origin',
+                accept: 'image/*, application/json',
+                'x-forwarded-for': forwardedFor,
+              },
+              body: form(jpeg, { output_format: 'webp' }),
+            })
+          ).status;
+        expect(await upload('203.0.113.10')).toBe(200);
+        // The same client, claiming other addresses before the proxy's entry: still its allowance.
+        expect(await upload('10.1.1.1, 203.0.113.10')).toBe(429);
+        expect(await upload('198.51.100.99, 203.0.113.10')).toBe(429);
+        // Another client behind the same proxy has an allowance of its own.
+        expect(await upload('203.0.113.11')).toBe(200);
+      } finally {
+        await server.close();
+      }
+    });
   });
 });
