@@ -100,9 +100,7 @@ describe('docker-compose.yml', () => {
       expect(api.ports ?? []).toEqual([]);
       expect(api.expose).toEqual([apiPort]);
       expect(proxy.ports).toEqual(['3000:80']);
-      expect(
-        Object.keys(proxy.depends_on ?? {}).length || (proxy.depends_on as unknown as string[])?.length,
-      ).toBe(1);
+      expect(proxy.depends_on as unknown).toEqual(['api']);
       // The proxy's configuration is the repository's Caddyfile, which sends every request to every
       // replica of the api service on the port it serves on.
       const mount = proxy.volumes?.find((v) => v.endsWith(':/etc/caddy/Caddyfile:ro')) ?? '';
