@@ -53,6 +53,7 @@ export {
   createAccount,
   createApiKey,
   createPromoCode,
+  isEmailAddress,
   listApiKeys,
   MAX_ACTIVE_KEYS,
   MAX_KEY_NAME,

@@ -18,9 +18,15 @@ import { isPlanId } from './plans.ts';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
+/** Whether createAccount would take this as an email address (checked before anything is sent to it). */
+export function isEmailAddress(email: string): boolean {
+  const trimmed = email.trim();
+  return EMAIL.test(trimmed) && trimmed.length <= 254;
+}
+
 export async function createAccount(db: Database, email: string, now = new Date()): Promise<Account> {
   const trimmed = email.trim();
-  if (!EMAIL.test(trimmed) || trimmed.length > 254) {
+  if (!isEmailAddress(trimmed)) {
     throw new CompressoError(
       'INVALID_REQUEST',
       `email: expected an email address, received ${JSON.stringify(email)}`,

@@ -148,3 +148,11 @@ export function form(
 export function bearer(key: string): Record<string, string> {
   return { authorization: `Bearer ${key}` };
 }
+
+/** The token of the last sign-up link a server logged (no SMTP_URL: the log is the mailbox). */
+export function signupTokenFromLog(rawLog: string[]): string {
+  const all = [...rawLog.join('').matchAll(/\/signup\/([A-Za-z0-9_-]{60,1200})/g)];
+  const token = all.at(-1)?.[1];
+  if (!token) throw new Error('no sign-up link in the log');
+  return token;
+}

@@ -9,6 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../app.ts';
 import { createHttpServer } from '../start.ts';
+import { signupTokenFromLog } from '../test-helpers.ts';
 import { Browser } from './test-browser.ts';
 
 /**
@@ -87,7 +88,13 @@ describe('web account pages on PostgreSQL, two instances', () => {
       email: 'pg@example.com',
       password: 'postgres passphrase',
     });
+    expect(res.status).toBe(200);
+    // The link A sealed opens on B (the sealing key is in the database).
+    const signup = signupTokenFromLog(a.log);
+    const finish = new Browser(b.url);
+    res = await finish.submit(`/signup/${signup}`, `/signup/${signup}`, {});
     expect(res.status).toBe(303);
+    for (const [k, v] of finish.cookies) onA.cookies.set(k, v);
 
     // The same cookies on the other instance: signed in, and A's token is accepted there.
     const onB = new Browser(b.url);

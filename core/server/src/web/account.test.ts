@@ -3,7 +3,15 @@ import type { AddressInfo } from 'node:net';
 import { createAccount, createApiKey, createPromoCode } from '@compresso/runtime';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, form, smallJpeg, startTestServer, type TestServer, tempDir } from '../test-helpers.ts';
+import {
+  bearer,
+  form,
+  signupTokenFromLog,
+  smallJpeg,
+  startTestServer,
+  type TestServer,
+  tempDir,
+} from '../test-helpers.ts';
 import { PROMO_REFUSED } from './account.ts';
 import { Browser } from './test-browser.ts';
 
@@ -11,11 +19,16 @@ const sha256 = (value: string) => createHash('sha256').update(value).digest('hex
 
 const PASSWORD = 'correct horse battery';
 
+/** Sign up through the form, then finish through the link the server "mailed" (logged). */
 async function signUp(server: TestServer, email: string): Promise<Browser> {
   const browser = new Browser(server.url);
   const res = await browser.submit('/signup', '/signup', { email, password: PASSWORD });
-  expect(res.status).toBe(303);
-  expect(res.headers.get('location')).toBe('/account?notice=welcome');
+  expect(res.status).toBe(200);
+  expect(await res.text()).toContain('Check your email');
+  const token = signupTokenFromLog(server.rawLog);
+  const done = await browser.submit(`/signup/${token}`, `/signup/${token}`, {});
+  expect(done.status).toBe(303);
+  expect(done.headers.get('location')).toBe('/account?notice=welcome');
   return browser;
 }
 

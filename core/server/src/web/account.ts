@@ -8,6 +8,7 @@ import {
   createAccount,
   createApiKey,
   type Database,
+  isEmailAddress,
   type Logger,
   listApiKeys,
   MAX_KEY_NAME,
@@ -29,6 +30,7 @@ import {
   verifyPassword,
 } from './passwords.ts';
 import { createSessions, type Sessions, sessionOf, type WebSession } from './session.ts';
+import { createSignupLinks, SIGNUP_TTL_MS } from './signup-link.ts';
 import {
   accountSubject,
   admit,
@@ -131,6 +133,7 @@ export function accountRouter(deps: AccountDeps): express.Router {
   const clock = deps.now ?? (() => new Date());
   const mailer = deps.mailer ?? createMailer(config, logger);
   const sessions: Sessions = createSessions({ ...deps, now: clock });
+  const signupLinks = createSignupLinks(db);
   const router = express.Router();
   router.use(sessions.middleware);
   const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 });
@@ -171,11 +174,31 @@ ${errors.form ? `<p class="alert" role="alert">${escapeHtml(errors.form)}</p>` :
     await signupPage(req, res);
   });
 
+  /** The link's base: the configured public address, never a Host header a caller chose when mail goes out. */
+  const baseUrl = (req: Request) => config.publicUrl ?? `${req.protocol}://${req.get('host')}`;
+
+  /**
+   * Mail to `to`, or (no SMTP_URL) the server log: then a secret link is logged on purpose, as the
+   * only way to hand it over; it is single-use in effect and dies in 30 minutes.
+   */
+  const deliver = async (to: string, subject: string, text: string, logLine: string, fields: object) => {
+    if (mailer) {
+      try {
+        await mailer.send({ to, subject, text });
+      } catch (err) {
+        logger.error({ err, ...fields }, `mail could not be sent: ${subject}`);
+      }
+    } else {
+      logger.warn(fields, logLine);
+    }
+  };
+
   router.post('/signup', ...guarded, async (req, res) => {
     const email = str(req.body, 'email').trim();
     const password = str(req.body, 'password');
     const errors: Fields = {};
     if (!email) errors.email = 'Enter your email address.';
+    else if (!isEmailAddress(email)) errors.email = 'Enter an email address such as name@example.com.';
     const problem = passwordProblem(password);
     if (problem) errors.password = problem;
     if (Object.keys(errors).length) return signupPage(req, res, { email }, errors, 400);
@@ -196,36 +219,111 @@ ${errors.form ? `<p class="alert" role="alert">${escapeHtml(errors.form)}</p>` :
         429,
       );
     }
+    // The same work and the same answer whether or not the email has an account: the page never
+    // says which. The mailbox's owner learns it from the mail (a link to finish, or "you already
+    // have an account"), which only they can read.
+    const passwordHash = await hashPassword(password);
+    const mails = await admit(db, [{ subject: emailSubject(email, 'mail'), rule: MAIL_PER_EMAIL }], clock());
+    if (!mails.allowed) {
+      logger.warn({}, 'sign-up mail not sent: too many mails for one email');
+    } else {
+      const existing = await db.findAccountByEmail(email);
+      if (existing) {
+        await deliver(
+          existing.email,
+          'You already have a Compresso account',
+          `Someone (hopefully you) tried to create a Compresso account with ${existing.email}, which already has one.\n\nLog in: ${baseUrl(req)}/login\nForgot the password, or never set one? ${baseUrl(req)}/reset\n\nIf it was not you, ignore this mail: nothing changed.\n`,
+          'sign-up asked for an email that already has an account (no SMTP_URL: no mail sent)',
+          { account_id: existing.id },
+        );
+      } else {
+        const expiresAt = clock().getTime() + SIGNUP_TTL_MS;
+        const link = `${baseUrl(req)}/signup/${await signupLinks.seal({ email, passwordHash, expiresAt })}`;
+        await deliver(
+          email,
+          'Finish creating your Compresso account',
+          `Someone (hopefully you) asked to create a Compresso account for ${email}.\n\nOpen this link within 30 minutes to finish (it works once):\n\n${link}\n\nIf it was not you, ignore this mail: no account is made.\n`,
+          `sign-up link (no SMTP_URL; give it only to the owner of the address): ${link}`,
+          { expires_at: new Date(expiresAt).toISOString() },
+        );
+      }
+    }
+    await checkMailPage(req, res, email);
+  });
+
+  const checkMailPage = async (req: Request, res: Response, email: string) => {
+    sendPage(
+      res,
+      page({
+        title: 'Check your email',
+        current: 'signup',
+        session: sessionOf(res),
+        body: `<h1>Check your email</h1>
+<p class="notice" role="status">We sent a mail to ${escapeHtml(email)}. Open the link in it within 30 minutes to finish creating your account. If the address already has an account, the mail says so instead.</p>
+<p>No mail? Check spam, or ask the operator: without mail set up, links go to the server log.</p>
+<p><a href="/login">Log in</a> · <a href="/reset">Reset a password</a></p>`,
+      }),
+    );
+  };
+
+  const invalidSignupLink = (res: Response, reason: 'invalid' | 'used' = 'invalid') => {
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    sendPage(
+      res,
+      page({
+        title: 'Sign-up link not valid',
+        session: sessionOf(res),
+        body: `<h1>This sign-up link does not work</h1>
+<p class="alert" role="alert">${
+          reason === 'used'
+            ? 'The account it was for exists already: the link was used. Log in instead.'
+            : 'It is not valid, or is older than 30 minutes.'
+        }</p>
+<p><a href="/login">Log in</a> · <a href="/signup">Sign up again</a></p>`,
+      }),
+      400,
+    );
+  };
+
+  // GET only shows a button: mail scanners open links, and opening one must not create the account.
+  router.get('/signup/:token', async (req, res) => {
+    const token = String(req.params.token);
+    const claim = await signupLinks.open(token, clock());
+    if (!claim) return invalidSignupLink(res);
+    const csrf = await sessions.csrfToken(req, res);
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    sendPage(
+      res,
+      page({
+        title: 'Finish sign-up',
+        current: 'signup',
+        session: sessionOf(res),
+        body: `<h1>Finish creating your account</h1>
+<p>The account for <strong>${escapeHtml(claim.email)}</strong>, with the password you chose on the sign-up form.</p>
+<form method="post" action="/signup/${escapeHtml(token)}" class="stack">
+  ${csrfInput(csrf)}
+  <div><button type="submit">Create my account</button></div>
+</form>`,
+      }),
+    );
+  });
+
+  router.post('/signup/:token', ...guarded, async (req, res) => {
+    const claim = await signupLinks.open(String(req.params.token), clock());
+    if (!claim) return invalidSignupLink(res);
     let account: Account;
     try {
-      account = await createAccount(db, email);
+      account = await createAccount(db, claim.email, clock());
     } catch (error) {
-      if (isCompressoError(error) && error.code === 'CONFLICT') {
-        return signupPage(
-          req,
-          res,
-          { email },
-          {
-            email:
-              'An account with this email already exists. Log in, or reset its password (also for an account made by an operator, which has none yet).',
-          },
-          409,
-        );
-      }
-      if (isCompressoError(error) && error.code === 'INVALID_REQUEST') {
-        return signupPage(
-          req,
-          res,
-          { email },
-          { email: 'Enter an email address such as name@example.com.' },
-          400,
-        );
-      }
+      if (isCompressoError(error) && error.code === 'CONFLICT') return invalidSignupLink(res, 'used');
       throw error;
     }
-    await db.setPasswordHash(account.id, await hashPassword(password), clock().toISOString());
-    // Where the owner signed up from is a network they use: spared the email's lock from now on.
-    await db.rememberLoginNetwork(pairSubject(email, clientAddress(req), 'known'), clock().toISOString());
+    await db.setPasswordHash(account.id, claim.passwordHash, clock().toISOString());
+    // Where the owner finished signing up is a network they use: spared the email's lock from now on.
+    await db.rememberLoginNetwork(
+      pairSubject(account.email, clientAddress(req), 'known'),
+      clock().toISOString(),
+    );
     logger.info({ account_id: account.id }, 'account signed up');
     await sessions.start(req, res, account);
     res.redirect(303, '/account?notice=welcome');

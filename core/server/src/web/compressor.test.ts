@@ -2,8 +2,9 @@ import { request } from 'node:http';
 import { applyPromo, createPromoCode, quotaDay } from '@compresso/runtime';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { form, smallJpeg, startTestServer, type TestServer } from '../test-helpers.ts';
+import { form, signupTokenFromLog, smallJpeg, startTestServer, type TestServer } from '../test-helpers.ts';
 import { visitorKey, visitorNetwork } from './compressor.ts';
+import { Browser } from './test-browser.ts';
 
 type ErrorBody = { error: { code: string; message: string; details?: unknown } };
 
@@ -227,23 +228,20 @@ describe('POST /web/compress signed in', () => {
     await server.close();
   });
 
-  /** Sign up through the real form; the session cookie that comes back. */
+  /** Sign up through the real form and its (logged) link; the session cookie that comes back. */
   async function signUp(email: string): Promise<string> {
-    const page = await fetch(`${server.url}/signup`);
-    const token = /name="_csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? '';
-    const res = await fetch(`${server.url}/signup`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { cookie: cookiesOf(page), 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ _csrf: token, email, password: 'correct horse battery staple' }),
+    const browser = new Browser(server.url);
+    const res = await browser.submit('/signup', '/signup', {
+      email,
+      password: 'correct horse battery staple',
     });
-    expect(res.status).toBe(303);
-    const session = res.headers
-      .getSetCookie()
-      .map((c) => c.split(';')[0]!)
-      .find((c) => c.startsWith('cmp_session='));
+    expect(res.status).toBe(200);
+    const token = signupTokenFromLog(server.rawLog);
+    const done = await browser.submit(`/signup/${token}`, `/signup/${token}`, {});
+    expect(done.status).toBe(303);
+    const session = browser.cookies.get('cmp_session');
     if (!session) throw new Error('sign-up set no session cookie');
-    return session;
+    return `cmp_session=${session}`;
   }
 
   const upload = (credentials: Record<string, string>) =>
