@@ -157,6 +157,7 @@ export function accountRouter(deps: AccountDeps): express.Router {
         session: sessionOf(res),
         body: `<h1>Create an account</h1>
 ${errors.form ? `<p class="alert" role="alert">${escapeHtml(errors.form)}</p>` : ''}
+<p>We mail you a link to finish; the account is made when you open it (valid 30 minutes).</p>
 <form method="post" action="/signup" class="stack" novalidate>
   ${csrfInput(token)}
   ${field({ name: 'email', label: 'Email', type: 'email', value: values.email ?? '', error: errors.email, autocomplete: 'email', maxlength: 254 })}
@@ -562,6 +563,10 @@ ${errors.form ? `<p class="alert" role="alert">${escapeHtml(errors.form)}</p>` :
     // Whoever holds the mailbox is the owner: their email lock and this network's backoff end.
     await db.clearAttempts(emailSubject(account.email));
     await db.clearAttempts(pairSubject(account.email, clientAddress(req)));
+    await db.rememberLoginNetwork(
+      pairSubject(account.email, clientAddress(req), 'known'),
+      clock().toISOString(),
+    );
     logger.info({ account_id: account.id }, 'password set through a reset link');
     await sessions.start(req, res, account);
     res.redirect(303, '/account?notice=password');
