@@ -249,10 +249,10 @@ ${errors.form ? `<p class="alert" role="alert">${escapeHtml(errors.form)}</p>` :
         );
       }
     }
-    await checkMailPage(req, res, email);
+    checkMailPage(res, email);
   });
 
-  const checkMailPage = async (req: Request, res: Response, email: string) => {
+  const checkMailPage = (res: Response, email: string) => {
     sendPage(
       res,
       page({
