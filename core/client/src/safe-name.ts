@@ -8,7 +8,8 @@
  * Refused: an empty name, `.` and `..` (and any name made only of dots), `/` and `\` anywhere (so no
  * absolute path either), a Windows drive or stream (`C:x.webp`, `x.webp:zone`: any `:`), control
  * characters (C0, DEL and C1: they end lines in logs and terminals), and names longer than 255 bytes
- * (the usual file system limit). The Python client applies the same rule (`_safe_file_name`).
+ * (the usual file system limit). The Python client never reads Content-Disposition; it checks the
+ * extension as safeExtension does (`_SAFE_EXTENSION`).
  */
 export function safeFileName(name: string | undefined): string | undefined {
   if (typeof name !== 'string' || name === '') return undefined;
