@@ -149,7 +149,12 @@ export async function optimizeImage(
   const run = async (): Promise<Encoded> => {
     if (options.quality === 'auto') {
       if (!context.auto) throw new Error('auto quality needs an AutoEncoder in the engine context');
-      const found = await context.auto(source, options, format, encodeAtQuality);
+      // The search also decodes the source itself (the metric's reference), outside encode's catch.
+      const found = await context
+        .auto(source, options, format, encodeAtQuality)
+        .catch(async (error: unknown) => {
+          throw await pipelineFailure(error, source);
+        });
       score = found.score;
       return found.encoded;
     }

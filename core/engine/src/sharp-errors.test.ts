@@ -44,6 +44,17 @@ describe('a failed pipeline is judged by its input, not by the message alone', (
     expect((named as CompressoError).code).toBe('CORRUPT_IMAGE');
   });
 
+  it('a truncated JPEG under quality "auto" is CORRUPT_IMAGE (the search decodes the reference itself)', async () => {
+    // Was a raw "VipsJpeg: premature end of JPEG image" from the metric's reference decode: a 500, every time.
+    const engine = createEngine({ concurrency: 1 });
+    const error = await engine.optimize(truncatedAt(1, 2), { quality: 'auto' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(CompressoError);
+    expect((error as CompressoError).code).toBe('CORRUPT_IMAGE');
+  });
+
   /**
    * The race of issue 12, made frequent on purpose: every sharp call clears libvips' process-wide
    * error buffer when it ends, so while other images are encoding a truncated JPEG's failure often
