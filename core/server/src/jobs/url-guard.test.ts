@@ -1,9 +1,11 @@
 import { lookup } from 'node:dns';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { InfoResult } from '@compresso/schema';
 import { isCompressoError } from '@compresso/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FetchLimits, fetchUrl, isPublic, type UrlGuardPolicy } from './url-fetch.ts';
+import { outputName } from '../compress-response.ts';
+import { type FetchLimits, fetchUrl, isPublic, nameFromUrl, type UrlGuardPolicy } from './url-fetch.ts';
 
 /**
  * The SSRF guard switched ON (allowPrivate: false), against real HTTP servers on loopback. One
@@ -175,5 +177,18 @@ describe('the SSRF guard on, with a loopback stand-in for a public host', () => 
       /^URL_NOT_ALLOWED: .*resolves to 127\.0\.0\.1/,
     );
     expect(privateHits.slice(before)).toEqual([]);
+  });
+
+  it("a URL item's download name is one plain file name, whatever the URL spells", () => {
+    const webp = { output_format: 'webp' } as InfoResult;
+    for (const [url, name] of [
+      ['https://cdn.example/..%2F..%2Fx.jpg', 'x.webp'],
+      ['https://cdn.example/a/..%5C..%5Cy.jpg', 'y.webp'],
+      ['https://cdn.example/%2Fetc%2Fpasswd', 'passwd.webp'],
+      ['https://cdn.example/a%0Ab%1B.jpg', 'a_b_.webp'],
+      ['https://cdn.example/..', 'image.webp'],
+    ] as const) {
+      expect(outputName(nameFromUrl(url), webp), url).toBe(name);
+    }
   });
 });
