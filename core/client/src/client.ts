@@ -17,6 +17,7 @@ import {
   stemOf,
   writeAtomically,
 } from './output.ts';
+import { dispositionFileName, safeExtension, safeFileName } from './safe-name.ts';
 import {
   fetchTransport,
   httpTransport,
@@ -213,9 +214,12 @@ function numberHeader(headers: Record<string, string>, name: string): number {
   return value;
 }
 
+/**
+ * The server's download name when it is one plain file name, else the name derived from the input
+ * (as if no header had come): a refused name is not an error, the bytes are still good.
+ */
 function filenameOf(headers: Record<string, string>, fallback: string): string {
-  const match = /filename="([^"]*)"/i.exec(headers['content-disposition'] ?? '');
-  return match?.[1] || fallback;
+  return safeFileName(dispositionFileName(headers['content-disposition'])) ?? fallback;
 }
 
 function resultOf(
@@ -384,7 +388,16 @@ export class Compresso {
       options,
     );
     const format = (response.headers['x-output-format'] ?? '') as OutputFormat;
-    const ext = EXTENSIONS[format] ?? format;
+    // The extension is part of every path written below: a format name that could carry a path
+    // (`../../x`) fails the call before anything is written.
+    const ext = Object.hasOwn(EXTENSIONS, format) ? EXTENSIONS[format] : safeExtension(format);
+    if (ext === undefined) {
+      throw new CompressoError(
+        'INVALID_RESPONSE',
+        `The server's answer names no usable output format (X-Output-Format: ${JSON.stringify(format.slice(0, 40))}).`,
+        { status: response.status, requestId: response.headers['x-request-id'] },
+      );
+    }
     const filename = filenameOf(response.headers, `${stemOf(prepared.filename)}.${ext}`);
     let target: string | null = null;
     if (batch?.target) {

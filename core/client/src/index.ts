@@ -15,6 +15,7 @@ export {
   TooLargeError,
   UnsupportedImageError,
 } from './errors.ts';
+export { dispositionFileName, safeExtension, safeFileName } from './safe-name.ts';
 export type {
   ApiKey,
   BatchItem,

@@ -10,7 +10,7 @@ import { stripMetadataLossless } from './exif.ts';
 import { type EngineLimits, withTimeLimit } from './limits.ts';
 import { backgroundsFor, decodeReferences, scoreEncoded } from './metric/compare.ts';
 import { scoreForQuality } from './quality.ts';
-import { fromSharpError } from './sharp-errors.ts';
+import { pipelineFailure } from './sharp-errors.ts';
 import { openSource, type Source } from './source.ts';
 
 /**
@@ -82,7 +82,7 @@ async function encode(source: Source, options: CompressOptions, settings: Encode
       quality: settings.quality,
     };
   } catch (error) {
-    fromSharpError(error);
+    throw await pipelineFailure(error, source);
   }
 }
 
@@ -149,7 +149,12 @@ export async function optimizeImage(
   const run = async (): Promise<Encoded> => {
     if (options.quality === 'auto') {
       if (!context.auto) throw new Error('auto quality needs an AutoEncoder in the engine context');
-      const found = await context.auto(source, options, format, encodeAtQuality);
+      // The search also decodes the source itself (the metric's reference), outside encode's catch.
+      const found = await context
+        .auto(source, options, format, encodeAtQuality)
+        .catch(async (error: unknown) => {
+          throw await pipelineFailure(error, source);
+        });
       score = found.score;
       return found.encoded;
     }
@@ -250,6 +255,6 @@ async function hasOnlyOpaquePixels(source: Source): Promise<boolean> {
     const stats = await source.pipeline({ firstFrameOnly: true }).stats();
     return stats.isOpaque;
   } catch (error) {
-    fromSharpError(error);
+    throw await pipelineFailure(error, source);
   }
 }

@@ -8,6 +8,7 @@ import json
 import os
 import platform
 import random
+import re
 import secrets
 import socket
 import threading
@@ -85,6 +86,13 @@ _EXTENSION_FORMATS = {
     "avif": "avif",
     "gif": "gif",
 }
+
+
+# Names that come from the server are chosen by whoever runs it. Output names here are always derived
+# from the input (the server's Content-Disposition is never read), and the one server-chosen part of a
+# path, the extension from X-Output-Format, must be a short run of letters and digits: the same rule as
+# the Node client's safeExtension.
+_SAFE_EXTENSION = re.compile(r"[a-z0-9]{1,16}")
 
 
 class _Response:
@@ -527,6 +535,15 @@ class Compresso:
                 request_id=response.headers.get("x-request-id"),
             )
         output_format = (response.headers.get("x-output-format") or "").lower()
+        # The format names the extension of every path written below: one that could carry a path
+        # ("../../x" from a hostile or compromised server) fails the call before anything is written.
+        if not _SAFE_EXTENSION.fullmatch(output_format):
+            raise APIError(
+                f"The server's answer names no usable output format (X-Output-Format: {output_format[:40]!r}).",
+                status=response.status,
+                request_id=response.headers.get("x-request-id"),
+                headers=response.headers,
+            )
         destination: Optional[str] = None
         if output is not None:
             destination = os.fspath(output)

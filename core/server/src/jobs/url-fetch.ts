@@ -23,6 +23,24 @@ export interface FetchLimits {
   allowPrivate: boolean;
   timeoutMs: number;
   maxBytes: number;
+  /**
+   * The guard's policy, for tests that need a "public" host on loopback; never read from the
+   * environment or config, so a deployment cannot loosen it. `resolve`: name → addresses
+   * (default dns.lookup). `isPublicAddress`: which addresses may be connected to (default isPublic).
+   */
+  guard?: UrlGuardPolicy;
+}
+
+export interface UrlGuardPolicy {
+  resolve?: (hostname: string, callback: (error: Error | null, addresses: LookupAddress[]) => void) => void;
+  isPublicAddress?: (address: string) => boolean;
+}
+
+function systemResolve(
+  hostname: string,
+  callback: (error: Error | null, addresses: LookupAddress[]) => void,
+): void {
+  dnsLookup(hostname, { all: true }, (error, addresses) => callback(error, addresses ?? []));
 }
 
 export interface Fetched {
@@ -49,9 +67,14 @@ export function checkUrlSyntax(raw: string, field: string): URL {
 }
 
 /** A literal address in the URL can be judged before any network traffic. */
-export function checkLiteralHost(url: URL, field: string, allowPrivate: boolean): void {
+export function checkLiteralHost(
+  url: URL,
+  field: string,
+  allowPrivate: boolean,
+  allowed: (address: string) => boolean = isPublic,
+): void {
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (!allowPrivate && isIP(host) && !isPublic(host)) {
+  if (!allowPrivate && isIP(host) && !allowed(host)) {
     throw notAllowed(field, url.href, 'a public address (not private, loopback, link-local or reserved)');
   }
 }
@@ -75,15 +98,21 @@ function fetchFailed(url: string, why: string): CompressoError {
 }
 
 /** dns.lookup, but every answer must be public; the socket connects to one of the checked answers. */
-function guardedLookup(field: string, url: string): LookupFunction {
+function guardedLookup(field: string, url: string, policy: UrlGuardPolicy = {}): LookupFunction {
+  const resolve = policy.resolve ?? systemResolve;
+  const allowed = policy.isPublicAddress ?? isPublic;
   return (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+    // One resolution per connection, checked and handed to the socket as is: the address checked is
+    // the address connected to, whatever the name answers the next time (DNS rebinding).
+    resolve(hostname, (error, answers) => {
       if (error) {
         callback(error, '', 0);
         return;
       }
-      const list = addresses as LookupAddress[];
-      const refused = list.find((a) => !isPublic(a.address));
+      const family = (options as { family?: number | string }).family;
+      const wanted = family === 4 || family === 'IPv4' ? 4 : family === 6 || family === 'IPv6' ? 6 : 0;
+      const list = wanted ? answers.filter((a) => a.family === wanted) : answers;
+      const refused = list.find((a) => !allowed(a.address));
       if (refused || list.length === 0) {
         callback(
           notAllowed(
@@ -107,7 +136,7 @@ export async function fetchUrl(raw: string, limits: FetchLimits, field = 'url'):
   const signal = AbortSignal.timeout(limits.timeoutMs);
   let url = checkUrlSyntax(raw, field);
   for (let hop = 0; ; hop++) {
-    checkLiteralHost(url, field, limits.allowPrivate);
+    checkLiteralHost(url, field, limits.allowPrivate, limits.guard?.isPublicAddress);
     const res = await get(url, limits, field, signal);
     const status = res.statusCode ?? 0;
     if (status >= 300 && status < 400 && res.headers.location) {
@@ -168,7 +197,7 @@ function get(url: URL, limits: FetchLimits, field: string, signal: AbortSignal):
         headers: { 'user-agent': 'compresso-batch/1', accept: 'image/*' },
         // No agent: a pooled connection could have been opened to an address checked for another URL.
         agent: false,
-        ...(limits.allowPrivate ? {} : { lookup: guardedLookup(field, url.href) }),
+        ...(limits.allowPrivate ? {} : { lookup: guardedLookup(field, url.href, limits.guard) }),
       },
       resolve,
     );
