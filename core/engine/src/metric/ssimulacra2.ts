@@ -80,7 +80,7 @@ for (let i = 0; i < 256; i++) SRGB_TO_LINEAR[i] = srgbToLinear(i / 255);
  * resonators whose sum is exactly a finite kernel, g(t) = Σ β_k cos(ω_k t) for |t| < N, zero from
  * |t| = N on, with N = round(3.2795 σ + 0.2546) = 5 and ω_k = (2k − 1)π / 2N. So the filter is a
  * 9-tap FIR, and here it is applied as one: same weights as the recursion (not a sampled Gaussian —
- * that one's 11 taps put 0.8 % more on the centre and 20 % less on ±4, which kept every score about
+ * that one's 11 taps put 0.5 % more on the centre and 19 % less on ±4, which kept every score about
  * 0.1–0.2 above the reference tool), and fewer taps than the sampled one, so no slower.
  * β solves the three conditions of the paper: the kernel sums to 1, its second moment is σ², and it
  * reaches zero at ±N.
@@ -465,7 +465,7 @@ export function subScores(reference: RgbImage | PreparedReference, distorted: Rg
     }
   }
   // The reference tool walks the weights with one running index over the scales it computed: an
-  // image with fewer than six scales (under ~160 px on its short side) takes the first
+  // image with fewer than six scales (short side under 113 px) takes the first
   // 6 × scales weights for X, the next ones for Y, then B — not the weights of "its" scales. That
   // order is what the published scores (and the reference tool on small images) mean, so the
   // sub-scores are packed the same way and the tail left 0. Zero-filling the missing scales instead
