@@ -82,8 +82,8 @@ for (let i = 0; i < 256; i++) SRGB_TO_LINEAR[i] = srgbToLinear(i / 255);
  * 9-tap FIR, and here it is applied as one: same weights as the recursion (not a sampled Gaussian —
  * that one's 11 taps put 0.5 % more on the centre and 19 % less on ±4, which kept every score about
  * 0.1–0.2 above the reference tool), and fewer taps than the sampled one, so no slower.
- * β solves the three conditions of the paper: the kernel sums to 1, its second moment is σ², and it
- * reaches zero at ±N.
+ * β solves the paper's 3×3 system (its equations 53–56), which ties the kernel to a unit sum and to
+ * the Gaussian's width and spectrum at the three ω_k.
  */
 function truncatedCosineKernel(sigma: number): Float32Array {
   const n = Math.round(3.2795 * sigma + 0.2546);
