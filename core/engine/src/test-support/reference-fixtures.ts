@@ -52,7 +52,7 @@ export const KNOWN_DIVERGENCES: Record<string, { bound: number; why: string }> =
     why:
       'a near-flat grey graphic (standard deviation ≈ 2 codes): the reference tool scores such images ' +
       'lower the larger they are (a flat field with ±1-code noise: 98.6 at 64 px, 90.3 at 1024; ours ' +
-      '96.6–97.0 from 128 px on), most likely float32 rounding in its recursive blur; README.quality.md',
+      '96.6–97.0 from 128 px on), float32 rounding in its recursive blur (reproduced by emulating it); README.quality.md',
   },
 };
 
