@@ -86,14 +86,48 @@ export interface DecodeToRgbOptions {
  * Pixels as the metric takes them (a pipeline passed in is consumed): 8-bit sRGB RGB, first frame only, alpha composited onto
  * `background` (in sRGB, as browsers composite). Callers that care about transparency should score
  * against each of `ALPHA_BACKGROUNDS` and keep the minimum (see `scoreImages`).
+ *
+ * A transparent image also keeps its RGBA pixels and the background (`rgba`, `background`), so the
+ * metric composites in floating point as the reference tool does; `data` is that composite rounded.
  */
 export async function decodeToRgb(
   input: Uint8Array | Sharp,
   options: DecodeToRgbOptions = {},
 ): Promise<RgbImage> {
   const pipeline = input instanceof Uint8Array ? sharp(input) : input;
+  const background = options.background ?? { r: 128, g: 128, b: 128 };
+  // metadata() describes the input, not the pipeline, and leaves the pipeline usable.
+  if ((await pipeline.metadata()).hasAlpha) {
+    const { data, info } = await pipeline
+      .toColourspace('srgb')
+      .ensureAlpha()
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    if (info.channels !== 4) throw new Error(`expected 4 channels after decoding, got ${info.channels}`);
+    const n = info.width * info.height;
+    const rgba = new Uint8Array(data.buffer, data.byteOffset, data.length);
+    const rgb = new Uint8Array(n * 3);
+    let transparent = false;
+    for (let i = 0, j = 0, k = 0; i < n; i++, j += 4, k += 3) {
+      const a = rgba[j + 3]!;
+      if (a === 255) {
+        rgb[k] = rgba[j]!;
+        rgb[k + 1] = rgba[j + 1]!;
+        rgb[k + 2] = rgba[j + 2]!;
+      } else {
+        transparent = true;
+        const t = a / 255;
+        rgb[k] = Math.round(t * rgba[j]! + (1 - t) * background.r);
+        rgb[k + 1] = Math.round(t * rgba[j + 1]! + (1 - t) * background.g);
+        rgb[k + 2] = Math.round(t * rgba[j + 2]! + (1 - t) * background.b);
+      }
+    }
+    const image: RgbImage = { width: info.width, height: info.height, data: rgb };
+    // An alpha channel that is opaque everywhere changes nothing; the metric then takes the fast path.
+    return transparent ? { ...image, rgba, background: { ...background } } : image;
+  }
   const { data, info } = await pipeline
-    .flatten({ background: options.background ?? { r: 128, g: 128, b: 128 } })
+    .flatten({ background })
     .toColourspace('srgb')
     .removeAlpha()
     .raw()

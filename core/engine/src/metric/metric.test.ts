@@ -121,4 +121,31 @@ describe('decodeToRgb', () => {
     expect([...grey.data.subarray(0, 3)]).toEqual([128, 128, 128]);
     expect(dark.data.length).toBe(8 * 8 * 3);
   });
+
+  it('keeps a transparent image unflattened too, so alpha differences under one code value still count', async () => {
+    // Grey 200 at alpha 200 and at alpha 201 over light grey (230) give 206.47 and 206.35: the same
+    // 8-bit value however it is rounded, but the reference tool composites in floating point and
+    // sees the two differ.
+    const rgba = (alphaOf: (x: number) => number) => {
+      const px = new Uint8Array(32 * 32 * 4);
+      for (let i = 0; i < 32 * 32; i++) {
+        px.fill(200, i * 4, i * 4 + 3);
+        px[i * 4 + 3] = alphaOf(i % 32);
+      }
+      return sharp(px, { raw: { width: 32, height: 32, channels: 4 } })
+        .png()
+        .toBuffer();
+    };
+    const background = { r: 230, g: 230, b: 230 };
+    const ref = await decodeToRgb(await rgba(() => 200), { background });
+    const dist = await decodeToRgb(await rgba((x) => (x < 16 ? 201 : 200)), { background });
+    expect([...dist.data]).toEqual([...ref.data]);
+    const score = ssimulacra2(ref, dist);
+    expect(score).toBeLessThan(100);
+    expect(score).toBeGreaterThan(99);
+    expect(ref.rgba?.length).toBe(32 * 32 * 4);
+    expect(ref.background).toEqual(background);
+    // Opaque images carry no RGBA copy: the metric reads the 8-bit data directly.
+    expect((await decodeToRgb(photo)).rgba).toBeUndefined();
+  });
 });
