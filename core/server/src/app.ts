@@ -41,6 +41,11 @@ export interface AppDeps {
   blobs?: BlobStore;
   /** Shared with the process's workers (job outcomes); made here when not given. */
   metrics?: Metrics;
+  /**
+   * The clock the API quota reads (its UTC day, reset time and Retry-After); the system clock by
+   * default. Injected by tests, so a run that crosses 00:00 UTC neither breaks them nor goes untested.
+   */
+  now?: () => Date;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -132,8 +137,9 @@ export function createApp(deps: AppDeps): express.Express {
     res.redirect(301, '/api/v1/docs');
   });
 
-  const auth = requireApiKey({ db, config, logger });
-  const authOverQuota = requireApiKey({ db, config, logger }, { allowOverQuota: true });
+  const now = deps.now ?? (() => new Date());
+  const auth = requireApiKey({ db, config, logger, now });
+  const authOverQuota = requireApiKey({ db, config, logger, now }, { allowOverQuota: true });
   const uploadLimits = {
     maxBytes: config.maxUploadBytes,
     idleTimeoutMs: config.idleTimeoutMs,
@@ -201,20 +207,21 @@ export function createApp(deps: AppDeps): express.Express {
     blobs: deps.blobs,
     budget: uploadLimits.budget,
     auth,
-    authNoCount: requireApiKey({ db, config, logger }, { count: false }),
+    authNoCount: requireApiKey({ db, config, logger, now }, { count: false }),
   });
 
   app.get('/api/v1/usage', auth, (_req, res) => {
     const state = authOf(res);
-    const now = new Date();
+    // The reset belongs to the day the request was counted on: the same reading of the clock.
+    const at = state.at;
     res.json({
       plan: state.account.plan,
       day: state.day,
       used: state.used,
       limit: state.limit,
       remaining: Math.max(0, state.limit - state.used),
-      resets_at: nextReset(now).toISOString(),
-      resets_in_seconds: secondsUntilReset(now),
+      resets_at: nextReset(at).toISOString(),
+      resets_in_seconds: secondsUntilReset(at),
     });
   });
 

@@ -50,6 +50,8 @@ export async function startTestServer(
     /** For batch jobs: the queue and blob store the app hands work to. */
     queue?: JobQueue;
     blobs?: BlobStore;
+    /** The quota's clock (see AppDeps.now); the system clock when not given. */
+    now?: () => Date;
   } = { dbPath: ':memory:' },
 ): Promise<TestServer> {
   const config = loadConfig({}, { logLevel: 'info', maxUploadBytes: 1024 * 1024, ...options.overrides });
@@ -75,6 +77,7 @@ export async function startTestServer(
     config,
     ...(options.queue ? { queue: options.queue } : {}),
     ...(options.blobs ? { blobs: options.blobs } : {}),
+    ...(options.now ? { now: options.now } : {}),
   });
   const server = createHttpServer(app, config);
   await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 2048 }, resolve));
