@@ -9,7 +9,7 @@ import { bullmqQueue } from '@compresso/runtime/bullmq';
 import { isCompressoError } from '@compresso/schema';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeQueueBattery, gate, sleep, until } from './queue-battery.ts';
+import { describeQueueBattery, gate, until } from './queue-battery.ts';
 
 /**
  * The queue battery on both backends: in-process, and BullMQ on the real Redis (CI makes sure one
@@ -116,21 +116,23 @@ async function startRedis(port: number): Promise<ChildProcess> {
 }
 
 const unavailable = async (work: Promise<unknown>) => {
-  const t0 = Date.now();
   const error = await work.then(
     () => undefined,
     (e: unknown) => e,
   );
-  return { ms: Date.now() - t0, code: isCompressoError(error) ? error.code : String(error) };
+  return { code: isCompressoError(error) ? error.code : String(error) };
 };
 
 describe('bullmq: producers fail fast, workers wait and reconnect', () => {
-  it('a producer answers SERVICE_UNAVAILABLE within 2 s when nothing listens at REDIS_URL', async () => {
+  it('a producer answers SERVICE_UNAVAILABLE on the refusal itself when nothing listens at REDIS_URL', async () => {
     const port = await freePort();
+    // The producer's time limit is set far beyond the test's: every answer below can only come from the
+    // refused connection (its error event), never from waiting out a timer. (Was: each under 1.6 s.)
     const queue = bullmqQueue({
       url: `redis://:hunter2@127.0.0.1:${port}`,
       prefix: PREFIX,
       name: nextName(),
+      producerTimeoutMs: 600_000,
     });
     const errors: string[] = [];
     queue.on((e) => e.type === 'error' && errors.push(e.error));
@@ -142,9 +144,8 @@ describe('bullmq: producers fail fast, workers wait and reconnect', () => {
         queue.failed(),
         queue.ping(),
       ]) {
-        const { ms, code } = await unavailable(work);
+        const { code } = await unavailable(work);
         expect(code).toBe('SERVICE_UNAVAILABLE');
-        expect(ms).toBeLessThan(1600);
       }
       const message = await queue.add('x', {}).catch((e: Error) => e.message);
       expect(message).toContain(`127.0.0.1:${port}`);
@@ -160,6 +161,8 @@ describe('bullmq: producers fail fast, workers wait and reconnect', () => {
     const url = `redis://127.0.0.1:${port}`;
     let redis: ChildProcess = await startRedis(port);
     const queue = bullmqQueue({ url, prefix: PREFIX, name: nextName(), producerTimeoutMs: 1000 });
+    const errors: string[] = [];
+    queue.on((e) => e.type === 'error' && errors.push(e.error));
     const done: string[] = [];
     const worker = queue.work({ note: async (job) => void done.push((job.data as { n: string }).n) });
     try {
@@ -169,12 +172,16 @@ describe('bullmq: producers fail fast, workers wait and reconnect', () => {
         (d) => d.includes('before'),
       );
 
+      const errorsBefore = errors.length;
       redis.kill('SIGTERM');
       await once(redis, 'exit');
-      const { code, ms } = await unavailable(queue.add('note', { n: 'while down' }));
+      const { code } = await unavailable(queue.add('note', { n: 'while down' }));
       expect(code).toBe('SERVICE_UNAVAILABLE');
-      expect(ms).toBeLessThan(2500);
-      await sleep(500); // the worker sees its connections drop and starts reconnecting
+      // The connections have seen Redis go (was: a fixed 500 ms pause, and the refusal within 2.5 s).
+      await until(
+        async () => errors.length,
+        (n) => n > errorsBefore,
+      );
 
       redis = await startRedis(port);
       // The producer reconnects by itself too: the first add after the restart may wait for it.
@@ -222,12 +229,11 @@ describe('bullmq: producers fail fast, workers wait and reconnect', () => {
       await started.promise;
       redis.kill('SIGKILL');
       await once(redis, 'exit');
-      const t0 = Date.now();
+      // Grace 0.5 s, hand-back 1.5 s, disconnect and last wait ≤ 1 s each: close() returns, never the
+      // for-ever of a QUIT sent to a dead server (that it returns is the outcome; was: within 6 s).
       await worker.close({ timeoutMs: 500 });
-      // Grace 0.5 s, hand-back 1.5 s, disconnect and last wait ≤ 1 s each: ≈ 4 s at most, never the
-      // for-ever of a QUIT sent to a dead server.
-      expect(Date.now() - t0).toBeLessThan(6000);
       expect(aborted).toBe(true);
+      expect(worker.running).toBe(0);
     } finally {
       await queue.close();
       if (redis.exitCode === null) redis.kill('SIGKILL');
@@ -269,7 +275,6 @@ describe('bullmq: producers fail fast, workers wait and reconnect', () => {
       expect((await queue.getJob(id))?.state).toBe('active');
       child.kill('SIGKILL');
       await once(child, 'exit');
-      const killedAt = Date.now();
 
       const worker = queue.work({
         resize: async (job) => `resized by the survivor on attempt ${job.attempt}`,
@@ -279,12 +284,12 @@ describe('bullmq: producers fail fast, workers wait and reconnect', () => {
         (j) => j?.state === 'completed',
         20_000,
       );
-      const takeoverMs = Date.now() - killedAt;
       await worker.close();
       // One attempt allowed, yet it completed: a stall is not a failed attempt, but it is counted.
       expect(done?.result).toBe('resized by the survivor on attempt 1');
+      // Taken over through the stalled-job check (counted once), not by a retry: how soon is the lock's
+      // business, shown here by the outcome (was: within six lock durations of wall clock).
       expect(done?.stalls).toBe(1);
-      expect(takeoverMs).toBeLessThan(lockMs * 6);
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
       await queue.close();
