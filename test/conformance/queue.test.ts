@@ -88,31 +88,43 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** A redis-server of the test's own, on `port`, that the test may kill and restart. */
+/**
+ * A redis-server of the test's own, on `port`, that the test may kill and restart. Ready when this
+ * child logs so (not when something answers on the port: that could be another suite's server).
+ */
 async function startRedis(port: number): Promise<ChildProcess> {
-  const url = `redis://127.0.0.1:${port}`;
   const child = spawn(
     'redis-server',
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdio: 'ignore' },
+    { stdio: ['ignore', 'pipe', 'ignore'] },
   );
-  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  probe.on('error', () => {}); // refused until the server is up: expected
-  await until(
-    () =>
-      probe.connect().then(
-        () => true,
-        () => false,
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('Ready to accept connections')) resolve();
+    });
+    child.once('error', (error) =>
+      reject(
+        new Error(`redis-server (on PATH: apt-get install -y redis-server) did not start: ${error.message}`),
       ),
-    (ok) => ok,
-    10_000,
-  ).catch((error) => {
-    throw new Error(
-      `redis-server (on PATH: apt-get install -y redis-server) did not start on ${port}: ${error}`,
     );
+    child.once('exit', () => reject(new Error(`redis-server did not start on ${port}:\n${output}`)));
   });
-  probe.disconnect();
+  child.stdout!.resume();
   return child;
+}
+
+/** startRedis on a free port; another port if that one was taken before redis-server could bind it. */
+async function startFreshRedis(): Promise<{ port: number; redis: ChildProcess }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      return { port, redis: await startRedis(port) };
+    } catch (error) {
+      if (attempt >= 5 || !/Address already in use/i.test(String(error))) throw error;
+    }
+  }
 }
 
 const unavailable = async (work: Promise<unknown>) => {
@@ -157,9 +169,10 @@ describe('bullmq: producers fail fast, workers wait and reconnect', () => {
   });
 
   it('a worker keeps going across a Redis restart; producers refuse while it is down', async () => {
-    const port = await freePort();
+    const fresh = await startFreshRedis();
+    const port = fresh.port;
     const url = `redis://127.0.0.1:${port}`;
-    let redis: ChildProcess = await startRedis(port);
+    let redis: ChildProcess = fresh.redis;
     const queue = bullmqQueue({ url, prefix: PREFIX, name: nextName(), producerTimeoutMs: 1000 });
     const errors: string[] = [];
     queue.on((e) => e.type === 'error' && errors.push(e.error));
@@ -207,8 +220,7 @@ describe('bullmq: producers fail fast, workers wait and reconnect', () => {
   });
 
   it('a worker closes within its bounds while Redis is down, its job left to the stalled-job check', async () => {
-    const port = await freePort();
-    const redis = await startRedis(port);
+    const { port, redis } = await startFreshRedis();
     const queue = bullmqQueue({
       url: `redis://127.0.0.1:${port}`,
       prefix: PREFIX,
