@@ -562,12 +562,15 @@ describe('PostgreSQL stopped and started again under an API process and a worker
       expect(inFlight.length).toBeGreaterThan(0);
       pgs.stop();
 
-      // Down for 3 s: far longer than the 3 attempts' backoff (0.2 s, then 0.4 s) this setup gives a
-      // job, so an outage that spent attempts would put every remaining item in the dead letter.
+      // Down until the worker has waited the outage out four times over: longer than the 3 attempts'
+      // backoff (0.2 s, then 0.4 s) this setup gives a job, so an outage that spent attempts would put
+      // every remaining item in the dead letter. Counted in the worker's own wait lines, not a fixed 3 s.
       const statuses: number[] = [];
       const messages = new Set<string>();
-      const downUntil = Date.now() + 3000;
-      while (Date.now() < downUntil) {
+      const outageWaits = () =>
+        worker.logs.filter((l) => l.msg === 'batch item waiting for the database or blob store').length;
+      const waitsBefore = outageWaits();
+      while (outageWaits() - waitsBefore < 4 || statuses.length <= 8) {
         const answers = await Promise.all([
           fetch(`${api.url}/api/v1/jobs/${id}`, { headers: bearer(key) }),
           fetch(`${api.url}/api/v1/usage`, { headers: bearer(key) }),
