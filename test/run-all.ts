@@ -36,30 +36,27 @@ function run(step: Step, env: NodeJS.ProcessEnv): Promise<number> {
 
 /** Runs the checks, then the tests; returns the closing counts (printed as the last line). */
 export async function runAll(checks: Step[], tests: Step): Promise<Counts> {
-  const failedChecks: string[] = [];
+  const failedSteps: string[] = [];
   for (const step of checks) {
-    if ((await run(step, process.env)) !== 0) failedChecks.push(step.name);
+    if ((await run(step, process.env)) !== 0) failedSteps.push(step.name);
   }
   const dir = mkdtempSync(join(tmpdir(), 'compresso-summary-'));
   const file = join(dir, 'summary.json');
-  let counts: Counts;
+  let counts: Counts = { passed: 0, failed: 0, skipped: 0 };
   try {
     const code = await run(tests, { ...process.env, [SUMMARY_FILE_ENV]: file });
     try {
       counts = JSON.parse(readFileSync(file, 'utf8')) as Counts;
     } catch {
-      // The test runner ended before its reporter wrote anything (a crash, a bad config): one failure.
-      counts = { passed: 0, failed: 0, skipped: 0 };
+      // The test runner ended before its reporter wrote anything (a crash, a bad config).
     }
-    if (code !== 0 && counts.failed === 0) {
-      counts.failed = 1;
-      failedChecks.push(`${tests.name} (exit ${code})`);
-    }
+    // A failed exit with no failure counted (no report, or a reporter that saw none) is one failure.
+    if (code !== 0 && counts.failed === 0) failedSteps.push(`${tests.name} (exit ${code})`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  counts.failed += failedChecks.filter((name) => !name.startsWith(`${tests.name} (`)).length;
-  if (failedChecks.length) process.stdout.write(`\nfailed: ${failedChecks.join(', ')}\n`);
+  counts.failed += failedSteps.length;
+  if (failedSteps.length) process.stdout.write(`\nfailed: ${failedSteps.join(', ')}\n`);
   process.stdout.write(`\n${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped\n`);
   return counts;
 }
