@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -178,7 +178,7 @@ export async function privatePostgres() {
   const data = join(dir, 'data');
   // No fsync: a throwaway cluster for one test, which only ever stops cleanly (fast shutdown).
   pgRun('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8']);
-  const port = await freePort();
+  let port = await freePort();
   const start = () =>
     pgRun('pg_ctl', [
       '-D',
@@ -190,7 +190,20 @@ export async function privatePostgres() {
       `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off`,
       'start',
     ]);
-  start();
+  // The port was free when looked up, but the postmaster binds it only now: if another process took
+  // it meanwhile, the postmaster exits ("could not bind"), pg_ctl -w fails, and another port is tried.
+  // `-w` waits for this cluster's own postmaster (its pid file), so another server on the port is
+  // never taken for ours.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      start();
+      break;
+    } catch (error) {
+      const log = existsSync(join(dir, 'server.log')) ? readFileSync(join(dir, 'server.log'), 'utf8') : '';
+      if (attempt >= 5 || !/could not bind|Address already in use/i.test(log)) throw error;
+      port = await freePort();
+    }
+  }
   return {
     port,
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
@@ -215,7 +228,19 @@ export async function privatePostgres() {
  * outlive a restart on the same `dir`.
  */
 export async function privateRedis(port?: number, dir?: string) {
-  const p = port ?? (await freePort());
+  // A port looked up free may be taken before redis-server binds it: then it exits with "Address already
+  // in use" and, unless the caller needs this very port (a restart), another one is tried. Readiness
+  // is this child's own log line, so another process's server on the port is never taken for ours.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRedisServer(port ?? (await freePort()), dir);
+    } catch (error) {
+      if (port !== undefined || attempt >= 5 || !/Address already in use/i.test(String(error))) throw error;
+    }
+  }
+}
+
+async function startRedisServer(p: number, dir?: string) {
   const persistence = dir ? ['--appendonly', 'yes', '--dir', dir] : ['--appendonly', 'no'];
   const child = spawn(
     'redis-server',
@@ -229,13 +254,22 @@ export async function privateRedis(port?: number, dir?: string) {
     output += c.toString();
   });
   const exited = new Promise<void>((r) => child.on('exit', () => r()));
-  const deadline = Date.now() + 10_000;
-  while (!output.includes('Ready to accept connections')) {
-    if (Date.now() > deadline || child.exitCode !== null) {
-      throw new Error(`redis-server on port ${p} did not start (is redis-server installed?):\n${output}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  // Ready when this child says so, or failed when it exits first (the line or the exit, no timer).
+  await new Promise<void>((resolve, reject) => {
+    const check = () => {
+      if (output.includes('Ready to accept connections')) resolve();
+    };
+    child.stdout!.on('data', check);
+    check();
+    child.once('error', (error) =>
+      reject(
+        new Error(`redis-server could not be started (apt-get install -y redis-server): ${error.message}`),
+      ),
+    );
+    child.once('exit', () =>
+      reject(new Error(`redis-server on port ${p} did not start (is redis-server installed?):\n${output}`)),
+    );
+  });
   return {
     port: p,
     url: `redis://127.0.0.1:${p}`,

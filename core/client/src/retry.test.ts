@@ -30,7 +30,7 @@ type Step =
 let server: Server;
 let url: string;
 let script: Step[] = [];
-let received: { method: string; path: string; body: Buffer; at: number }[] = [];
+let received: { method: string; path: string; body: Buffer }[] = [];
 
 const OK_HEADERS = {
   'content-type': 'image/jpeg',
@@ -108,7 +108,6 @@ beforeAll(async () => {
         method: req.method ?? '',
         path: req.url ?? '',
         body: Buffer.concat(chunks),
-        at: Date.now(),
       });
       answer(script.shift() ?? 'ok', req, res);
     });
@@ -124,6 +123,33 @@ beforeEach(() => {
   script = [];
   received = [];
 });
+
+/**
+ * Records the delays the client's own code (core/client/src, not node:http's keep-alive timers) hands
+ * to setTimeout: its pauses between attempts and each attempt's timer. What the client chose to wait
+ * is asserted exactly, instead of timing the call (a stopwatch measured the machine's load as much as
+ * the retry policy).
+ */
+function recordClientTimers(): { delays: number[]; restore: () => void } {
+  const original = globalThis.setTimeout;
+  const delays: number[] = [];
+  const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((
+    ...args: Parameters<typeof setTimeout>
+  ) => {
+    if (new Error().stack?.includes('/core/client/src/client.ts')) delays.push(Number(args[1]));
+    return original(...args);
+  }) as typeof setTimeout);
+  return { delays, restore: () => spy.mockRestore() };
+}
+
+async function timerDelays<T>(call: () => Promise<T>): Promise<{ result: T; delays: number[] }> {
+  const timers = recordClientTimers();
+  try {
+    return { result: await call(), delays: timers.delays };
+  } finally {
+    timers.restore();
+  }
+}
 
 function client(options: ConstructorParameters<typeof Compresso>[1] = {}): Compresso {
   return new Compresso('cmp_live_test', { baseUrl: url, ...options });
@@ -153,10 +179,11 @@ describe('retries', () => {
       },
       'ok',
     ];
-    const result = await client().compress(readFileSync(PHOTO));
+    const { result, delays } = await timerDelays(() => client().compress(readFileSync(PHOTO)));
     expect(result.outputSize).toBe(4);
     expect(received).toHaveLength(2);
-    expect(received[1]!.at - received[0]!.at).toBeGreaterThanOrEqual(950);
+    // Two attempts with their 120 s timers, and the second second-long pause between them.
+    expect(delays).toEqual([120_000, 1000, 120_000]);
   });
 
   it('429 RATE_LIMITED with Retry-After is retried; 429 QUOTA_EXCEEDED never is', async () => {
@@ -176,11 +203,19 @@ describe('retries', () => {
       },
       'ok',
     ];
-    const error = (await rejection(client({ maxRetries: 5 }).info(PHOTO))) as RateLimitError;
+    // resetAt is the client's clock plus RateLimit-Reset: on a frozen Date it is exact.
+    const now = new Date('2026-11-22T10:00:00.000Z');
+    vi.useFakeTimers({ toFake: ['Date'], now });
+    let error: RateLimitError;
+    try {
+      error = (await rejection(client({ maxRetries: 5 }).info(PHOTO))) as RateLimitError;
+    } finally {
+      vi.useRealTimers();
+    }
     expect(error).toBeInstanceOf(RateLimitError);
     expect(error.quotaExceeded).toBe(true);
     expect(error.retryAfter).toBe(0);
-    expect(Math.abs(error.resetAt!.getTime() - (Date.now() + 3_600_000))).toBeLessThan(5000);
+    expect(error.resetAt).toEqual(new Date(now.getTime() + 3_600_000));
     expect(received).toHaveLength(1);
   });
 
@@ -236,9 +271,11 @@ describe('retries', () => {
         error: { code: 'SERVICE_UNAVAILABLE', message: 'later' },
       },
     ];
-    const started = Date.now();
-    const error = await rejection(client({ maxRetryAfter: 60 }).usage());
-    expect(Date.now() - started).toBeLessThan(1000);
+    const { result: error, delays } = await timerDelays(() =>
+      rejection(client({ maxRetryAfter: 60 }).usage()),
+    );
+    // One attempt's timer and no pause: given back at once, not after waiting.
+    expect(delays).toEqual([120_000]);
     expect(error.code).toBe('SERVICE_UNAVAILABLE');
     expect(error.headers?.['retry-after']).toBe('120');
     expect(received).toHaveLength(1);
@@ -269,14 +306,17 @@ describe('retries', () => {
 describe('timeouts, aborts and refused connections', () => {
   it('an answer slower than timeout is a TimeoutError, after the retries', async () => {
     script = ['hang', 'hang'];
-    const started = Date.now();
-    const error = await rejection(client({ timeout: 300, maxRetries: 1 }).usage());
+    const { result: error, delays } = await timerDelays(() =>
+      rejection(client({ timeout: 300, maxRetries: 1 }).usage()),
+    );
     expect(error).toBeInstanceOf(TimeoutError);
     expect(error.code).toBe('TIMEOUT');
     // The address waited on: a wrong COMPRESSO_BASE_URL is otherwise invisible.
     expect(error.message).toBe(`No complete answer from ${url} within 300 ms (GET /api/v1/usage).`);
     expect(received).toHaveLength(2);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(600);
+    // Each attempt ran on its own 300 ms timer, with a backoff between them (was: ≥ 600 ms elapsed).
+    expect(delays.filter((d) => d === 300)).toHaveLength(2);
+    expect(delays).toHaveLength(3);
   });
 
   it('the per-call timeout overrides the client default', async () => {
@@ -292,13 +332,11 @@ describe('timeouts, aborts and refused connections', () => {
     // Aborted once the server holds the whole request (not after a fixed pause a loaded machine may
     // outlast while the upload is still going out).
     await vi.waitFor(() => expect(received).toHaveLength(1), { timeout: 10_000, interval: 10 });
-    const started = Date.now();
     controller.abort(new Error('user gave up'));
     const during = await call;
+    // ABORTED, not TIMEOUT: the abort ended the attempt, the server still holding it (it never answers).
     expect(during).toBeInstanceOf(AbortError);
     expect(during.code).toBe('ABORTED');
-    // Within the 1000 ms the call had from its start, less the 150 ms it waited to abort.
-    expect(Date.now() - started).toBeLessThan(850);
     expect(received).toHaveLength(1);
 
     received = [];
@@ -306,10 +344,24 @@ describe('timeouts, aborts and refused connections', () => {
       { status: 503, headers: { 'retry-after': '30' }, error: { code: 'SERVICE_UNAVAILABLE', message: 'x' } },
     ];
     const waiting = new AbortController();
-    setTimeout(() => waiting.abort(), 200);
-    const waited = Date.now();
-    expect(await rejection(client().usage({ signal: waiting.signal }))).toBeInstanceOf(AbortError);
-    expect(Date.now() - waited).toBeLessThan(2000);
+    const timers = recordClientTimers();
+    let whileWaiting: Awaited<ReturnType<typeof rejection>>;
+    try {
+      const pending = rejection(client().usage({ signal: waiting.signal }));
+      // Aborted once the client is in its 30 s Retry-After pause (not after a fixed 200 ms).
+      await vi.waitFor(() => expect(timers.delays).toContain(30_000), {
+        timeout: 10_000,
+        interval: 10,
+      });
+      waiting.abort();
+      whileWaiting = await pending;
+    } finally {
+      timers.restore();
+    }
+    // Ended by the abort, during the pause: no second request was made.
+    expect(whileWaiting).toBeInstanceOf(AbortError);
+    expect(whileWaiting.message).toBe('The request was aborted while waiting to retry.');
+    expect(received).toHaveLength(1);
 
     const already = new AbortController();
     already.abort();

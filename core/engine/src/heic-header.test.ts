@@ -11,11 +11,11 @@ const engine = createEngine({ concurrency: 2 });
 afterAll(() => closeHeicDecoder());
 
 describe('HEIC header', () => {
-  it('inspect() answers from the container: no decode, no worker, a few ms', async () => {
+  it('inspect() answers from the container: no decode, no worker', async () => {
     const rocket = corpus('photo-heic-rocket.heic');
-    const started = performance.now();
+    // How fast that is belongs in the benchmark; here: nothing was handed to the decoder.
+    const submitted = heicDecoderStats().submitted;
     const inspection = await engine.inspect(rocket);
-    const elapsed = performance.now() - started;
     expect(inspection).toMatchObject({
       format: 'heif',
       // The coded image is 640×428; the primary item is its 640×427 crop, as the decoder returns it.
@@ -27,8 +27,7 @@ describe('HEIC header', () => {
       animated: false,
     });
     expect(heicDecoderStats().threads).toBe(0);
-    expect(elapsed).toBeLessThan(50);
-    console.info(`HEIC inspect from the header: ${elapsed.toFixed(1)} ms`);
+    expect(heicDecoderStats().submitted).toBe(submitted);
   });
 
   it('matches what the decoder produces, for both corpus HEICs', async () => {
@@ -85,9 +84,13 @@ describe('HEIC header', () => {
     }
   });
 
-  it('a hostile ipma of millions of entries costs milliseconds, not the event loop', () => {
-    // 20 MB of 3-byte item entries under a declared count of 2^32 - 1.
+  it('a hostile ipma of millions of entries is read no further than MAX_ITEMS entries', () => {
+    // 20 MB of 3-byte item entries under a declared count of 2^32 - 1. The primary item's (ID 2)
+    // association to its ispe sits right after the first 10 000 entries: a parser that walked every
+    // declared entry would find it and answer a size; the capped one stops before it. (Shown by what
+    // is read, not by a stopwatch: how long it takes is the benchmark's business.)
     const entries = Buffer.alloc(20 * 1024 * 1024);
+    Buffer.from([0, 2, 1, 1]).copy(entries, 10_000 * 3);
     const ipma = box('ipma', Buffer.from([0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]), entries);
     const hostile = Buffer.concat([
       box('ftyp', Buffer.from('heic\0\0\0\0mif1heic', 'latin1')),
@@ -98,9 +101,17 @@ describe('HEIC header', () => {
         box('iprp', box('ipco', box('ispe', new Uint8Array(4), Buffer.alloc(8, 1))), ipma),
       ),
     ]);
-    const started = performance.now();
     expect(heicHeader(hostile)).toBeUndefined();
-    expect(performance.now() - started).toBeLessThan(100);
+    // The same file with the association among the first 10 000 entries is read: the cap, not a parse
+    // failure, is what answered undefined above.
+    Buffer.alloc(4).copy(entries, 10_000 * 3);
+    Buffer.from([0, 2, 1, 1]).copy(entries, 9_999 * 3);
+    expect(
+      heicHeader(Buffer.concat([hostile.subarray(0, hostile.length - entries.length), entries])),
+    ).toMatchObject({
+      width: 0x01010101,
+      height: 0x01010101,
+    });
   });
 
   it('a header without a size falls back to the decoder, which calls the file corrupt', async () => {

@@ -1,6 +1,6 @@
 import { CompressoError, type ErrorCode } from '@compresso/schema';
 import sharp from 'sharp';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createEngine } from './engine.ts';
 import { closeHeicDecoder } from './heic.ts';
 import { withTimeLimit } from './limits.ts';
@@ -82,31 +82,26 @@ describe('hostile and broken input', () => {
     );
   });
 
-  it('a 50000×50000 PNG bomb of a few hundred bytes → IMAGE_TOO_LARGE, fast, without the memory', async () => {
+  it('a 50000×50000 PNG bomb of a few hundred bytes → IMAGE_TOO_LARGE, without the memory', async () => {
     const bomb = pngBomb(50_000, 50_000);
     expect(bomb.length).toBeLessThan(4096);
     const rssBefore = process.memoryUsage().rss;
-    const started = performance.now();
     const error = await expectCode(bomb, 'IMAGE_TOO_LARGE', 422);
-    const elapsed = performance.now() - started;
     const rssGrowth = process.memoryUsage().rss - rssBefore;
     expect(error.message).toContain('50000×50000');
     expect(error.details).toMatchObject({ width: 50_000, height: 50_000 });
-    expect(elapsed).toBeLessThan(500);
+    // Refused from the header: the 7.5 GB of pixels were never allocated. (How fast: the benchmark.)
     expect(rssGrowth).toBeLessThan(100 * 1024 * 1024);
-    console.info(`bomb refused in ${elapsed.toFixed(1)} ms, RSS +${(rssGrowth / 1048576).toFixed(1)} MB`);
   });
 
-  it('zlib bombs in PNG text and profile chunks neither blow memory nor stall', async () => {
+  it('zlib bombs in PNG text and profile chunks do not blow memory', async () => {
     for (const kind of ['zTXt', 'iTXt', 'iCCP'] as const) {
       const bomb = await pngChunkBomb(kind, 64);
       expect(bomb.length).toBeLessThan(100_000);
       const rssBefore = process.memoryUsage().rss;
-      const started = performance.now();
       // libvips's PNG reader caps what it inflates from ancillary chunks; the image itself is fine.
       const { info } = await engine.optimize(bomb);
       expect(info.width).toBe(8);
-      expect(performance.now() - started).toBeLessThan(1000);
       expect(process.memoryUsage().rss - rssBefore).toBeLessThan(32 * 1024 * 1024);
     }
   });
@@ -132,18 +127,38 @@ describe('hostile and broken input', () => {
     expect(error.status).toBe(413);
   });
 
-  it('a pipeline over the time limit → PROCESSING_TIMEOUT, at the limit', async () => {
+  it('a pipeline over the time limit → PROCESSING_TIMEOUT', async () => {
     // A quarter second: an AVIF encode of a 4 MP noise image takes several times that anywhere, and
     // libvips cannot interrupt an encoder once it has the frame, so the wall-clock guard answers.
     const strict = createEngine({ limits: { timeoutSeconds: 0.25 } });
     const big = await noise(2000, 2000).png({ compressionLevel: 0 }).toBuffer();
-    const started = performance.now();
     const error = await refusal(strict.optimize(big, { output_format: 'avif', quality: 100 }));
-    const elapsed = performance.now() - started;
     expect(error.code).toBe('PROCESSING_TIMEOUT');
     expect(error.message).toMatch(/limit of 0.25 s/);
-    expect(elapsed).toBeGreaterThanOrEqual(240);
-    expect(elapsed).toBeLessThan(1000);
+    expect(error.details).toEqual({ limit_seconds: 0.25 });
+  });
+
+  it('withTimeLimit refuses at the limit, not before, on its own clock', async () => {
+    // When the refusal comes is shown on fake timers: a stopwatch around a real encode measured the
+    // machine's load as much as the guard (it was 240–1000 ms, and failed on saturated cores).
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      let outcome: unknown;
+      const guarded = withTimeLimit(new Promise<never>(() => {}), 0.25).catch((e: unknown) => {
+        outcome = e;
+      });
+      await vi.advanceTimersByTimeAsync(249);
+      expect(outcome).toBeUndefined();
+      await vi.advanceTimersByTimeAsync(1);
+      await guarded;
+      expect(outcome).toBeInstanceOf(CompressoError);
+      expect((outcome as CompressoError).code).toBe('PROCESSING_TIMEOUT');
+      // Work that finishes in time clears its timer: nothing is left to fire later.
+      expect(await withTimeLimit(Promise.resolve('done'), 0.25)).toBe('done');
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('withTimeLimit passes results and failures through untouched', async () => {
@@ -215,13 +230,16 @@ describe('format detection', () => {
     expect(error.code).toBe('NOT_AN_IMAGE');
   });
 
-  it('a hostile ftyp box claiming 4 GB of brands is read in bounded time', async () => {
+  it('a hostile ftyp box claiming 4 GB of brands is read no further than its first 256 bytes', async () => {
     const hostile = Buffer.alloc(16 * 1024 * 1024, 0x61);
     hostile.writeUInt32BE(0xfffffff0, 0);
     hostile.write('ftypisom', 4, 'latin1');
-    const started = performance.now();
-    expect((await refusal(engine.optimize(hostile))).code).toBe('UNSUPPORTED_FORMAT');
-    expect(performance.now() - started).toBeLessThan(300);
+    // An 'avif' brand past the cap: a reader that walked the claimed 4 GB would find it and take the
+    // file for AVIF. (Shown by what is read, not by a stopwatch.)
+    hostile.write('avif', 1024, 'latin1');
+    const error = await refusal(engine.optimize(hostile));
+    expect(error.code).toBe('UNSUPPORTED_FORMAT');
+    expect(error.details).toEqual({ format: 'isom' });
   });
 
   it('knows SVG behind a BOM, comments and a DOCTYPE, and HTML is not SVG', async () => {

@@ -1,7 +1,7 @@
 // The Python client's unittest suite, run once on the machine's python3 and reported here one vitest
 // test per Python test, so `npm test` counts each of them and a failure shows its traceback.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,14 +18,17 @@ const here = dirname(fileURLToPath(import.meta.url));
 const runner = join(here, '..', 'tests', 'run_json.py');
 const python = process.env.COMPRESSO_PYTHON ?? 'python3';
 
-async function runSuite(): Promise<{ code: number | null; stderr: string; outcomes: Outcome[] }> {
+async function runSuite(
+  testsDir?: string,
+  extraEnv: Record<string, string> = {},
+): Promise<{ code: number | null; stderr: string; outcomes: Outcome[] }> {
   const dir = mkdtempSync(join(tmpdir(), 'compresso-python-'));
   const out = join(dir, 'outcomes.json');
   try {
     const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
       // The suite starts `compresso serve` itself; it runs on the Node that runs these tests (24).
-      const child = spawn(python, [runner, out], {
-        env: { ...process.env, COMPRESSO_NODE: process.execPath, PYTHONDONTWRITEBYTECODE: '1' },
+      const child = spawn(python, testsDir ? [runner, out, testsDir] : [runner, out], {
+        env: { ...process.env, COMPRESSO_NODE: process.execPath, PYTHONDONTWRITEBYTECODE: '1', ...extraEnv },
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       let stderr = '';
@@ -69,4 +72,36 @@ describe('compresso (Python client, core/python/tests)', () => {
       if (outcome.outcome !== 'passed') throw new Error(`${outcome.outcome}:\n${outcome.detail}`);
     });
   }
+});
+
+describe('run_json.py', () => {
+  it('fails a hung test with TimeoutError and its stack, and goes on with the next', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'compresso-python-hang-'));
+    try {
+      writeFileSync(
+        join(dir, 'test_hang.py'),
+        [
+          'import threading, unittest',
+          'class Hang(unittest.TestCase):',
+          '    def test_a_hangs(self):',
+          '        threading.Event().wait()  # never set: a test waiting on a server that never answers',
+          '    def test_b_runs(self):',
+          '        self.assertEqual(1 + 1, 2)',
+          '',
+        ].join('\n'),
+      );
+      const run = await runSuite(dir, { COMPRESSO_PYTHON_TEST_TIMEOUT: '1' });
+      expect(run.code, run.stderr).toBe(1);
+      expect(run.outcomes.map((o) => [o.id, o.outcome])).toEqual([
+        ['test_hang.Hang.test_a_hangs', 'failed'],
+        ['test_hang.Hang.test_b_runs', 'passed'],
+      ]);
+      expect(run.outcomes[0]!.detail).toContain('TimeoutError: test still running after 1 s');
+      expect(run.outcomes[0]!.detail).toContain('threading.Event().wait()');
+      // Every thread's stack is dumped where the CI log shows it.
+      expect(run.stderr).toMatch(/Current thread .*\n[\s\S]*test_hang\.py", line 4 in test_a_hangs/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

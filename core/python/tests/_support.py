@@ -265,3 +265,29 @@ def compress_headers(size: int, fmt: str = "webp") -> Dict[str, str]:
         "X-Metadata-Stripped": "true",
         "X-Request-Id": "req-fake",
     }
+
+
+class recorded_sleeps:  # noqa: N801 - used as a context manager, like unittest.mock.patch
+    """Replace the client's pause between attempts with a recorder: `with recorded_sleeps() as waits:`.
+
+    What the client chose to wait, and how often, is then asserted exactly (`waits == [1.0]`), instead of
+    timing the call, which measured the machine's load as much as the retry policy. Only the client
+    module's reference to `time` is replaced, so fake servers' threads keep the real one.
+    """
+
+    def __enter__(self) -> List[float]:
+        import types
+
+        from compresso import client as client_module
+
+        self._module = client_module
+        self._time = client_module.time
+        waits: List[float] = []
+        names = [name for name in dir(self._time) if not name.startswith("__")]
+        fake = types.SimpleNamespace(**{name: getattr(self._time, name) for name in names})
+        fake.sleep = waits.append
+        client_module.time = fake  # type: ignore[assignment]
+        return waits
+
+    def __exit__(self, *exc: object) -> None:
+        self._module.time = self._time  # type: ignore[assignment]

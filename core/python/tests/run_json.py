@@ -1,14 +1,25 @@
 """Run the whole unittest suite once and write one JSON outcome per test (for the vitest wrapper,
 core/python/src/python.test.ts, which turns each into its own vitest test).
 
-    python3 core/python/tests/run_json.py OUT.json
+    python3 core/python/tests/run_json.py OUT.json [TESTS_DIR]
+
+TESTS_DIR (default: this folder) is for the wrapper's own test of the timeouts.
 
 The exit status is 0 when every test passed. Human-readable progress goes to stderr.
+
+Timeouts, so a hung test fails in minutes rather than at CI's limit: each test may run for
+COMPRESSO_PYTHON_TEST_TIMEOUT seconds (default 120; the slowest test takes a few seconds here), after
+which every thread's stack goes to stderr and the test fails with TimeoutError; the whole run may take
+COMPRESSO_PYTHON_SUITE_TIMEOUT seconds (default 900), after which faulthandler dumps the stacks and ends
+the process (a hang outside any test: a class set-up, or a test that swallowed its TimeoutError).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import json
+import os
+import signal
 import sys
 import time
 import traceback
@@ -16,6 +27,17 @@ import unittest
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+TEST_TIMEOUT = float(os.environ.get("COMPRESSO_PYTHON_TEST_TIMEOUT", "120"))
+SUITE_TIMEOUT = float(os.environ.get("COMPRESSO_PYTHON_SUITE_TIMEOUT", "900"))
+# setitimer is POSIX only; elsewhere only the suite-wide faulthandler limit applies.
+HAS_TIMER = hasattr(signal, "setitimer")
+
+
+def _timed_out(signum, frame):  # type: ignore[no-untyped-def]
+    # SIGALRM is delivered to the main thread, which runs the test: raising here interrupts a blocking
+    # socket read, a join or a lock wait there (PEP 475 retries a syscall only when the handler returns).
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    raise TimeoutError(f"test still running after {TEST_TIMEOUT:g} s (COMPRESSO_PYTHON_TEST_TIMEOUT)")
 
 
 class JsonResult(unittest.TextTestResult):
@@ -27,6 +49,14 @@ class JsonResult(unittest.TextTestResult):
     def startTest(self, test: unittest.TestCase) -> None:
         self._started[test.id()] = time.monotonic()
         super().startTest(test)
+        if HAS_TIMER:
+            signal.signal(signal.SIGALRM, _timed_out)
+            signal.setitimer(signal.ITIMER_REAL, TEST_TIMEOUT)
+
+    def stopTest(self, test: unittest.TestCase) -> None:
+        if HAS_TIMER:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        super().stopTest(test)
 
     def _record(self, test, outcome: str, detail: str = "") -> None:  # type: ignore[no-untyped-def]
         test_id = test.id() if hasattr(test, "id") else str(test)
@@ -75,13 +105,16 @@ class JsonResult(unittest.TextTestResult):
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3):
         print(__doc__, file=sys.stderr)
         return 2
+    start = Path(sys.argv[2]).resolve() if len(sys.argv) == 3 else HERE
     sys.path.insert(0, str(HERE))
-    suite = unittest.defaultTestLoader.discover(str(HERE), pattern="test_*.py", top_level_dir=str(HERE))
+    faulthandler.dump_traceback_later(SUITE_TIMEOUT, exit=True, file=sys.stderr)
+    suite = unittest.defaultTestLoader.discover(str(start), pattern="test_*.py", top_level_dir=str(start))
     runner = unittest.TextTestRunner(stream=sys.stderr, verbosity=1, resultclass=JsonResult)
     result = runner.run(suite)
+    faulthandler.cancel_dump_traceback_later()
     Path(sys.argv[1]).write_text(
         json.dumps({"python": sys.version, "outcomes": result.outcomes}, indent=1), encoding="utf-8"
     )

@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import threading
 import time
 import unittest
+from unittest import mock
 
-from _support import FakeServer, answer, compress_headers, json_error, reset_connection
+from _support import FakeServer, answer, compress_headers, json_error, recorded_sleeps, reset_connection
 
 from compresso import (
     APIConnectionError,
@@ -66,13 +68,11 @@ class RetryTests(unittest.TestCase):
             else:
                 answer(h, 200, usage_body(), {"Content-Type": "application/json"})
 
-        with FakeServer(script) as fake:
-            started = time.monotonic()
+        with FakeServer(script) as fake, recorded_sleeps() as waits:
             usage = self.client(fake.url).usage()
-            elapsed = time.monotonic() - started
         self.assertEqual(usage.remaining, 499)
         self.assertEqual(len(fake.requests), 2)
-        self.assertGreaterEqual(elapsed, 0.95, "Retry-After: 1 must be waited")
+        self.assertEqual(waits, [1.0], "Retry-After: 1 must be waited, once")
 
     def test_retry_after_is_capped(self) -> None:
         def script(h, n):  # type: ignore[no-untyped-def]
@@ -81,11 +81,10 @@ class RetryTests(unittest.TestCase):
             else:
                 answer(h, 200, usage_body(), {"Content-Type": "application/json"})
 
-        with FakeServer(script) as fake:
-            started = time.monotonic()
+        with FakeServer(script) as fake, recorded_sleeps() as waits:
             self.client(fake.url, max_retry_after=0.2).usage()
-            self.assertLess(time.monotonic() - started, 2)
         self.assertEqual(len(fake.requests), 2)
+        self.assertEqual(waits, [0.2], "Retry-After: 3600 is capped at max_retry_after")
 
     def test_5xx_retried_max_retries_times_then_server_error(self) -> None:
         def script(h, n):  # type: ignore[no-untyped-def]
@@ -193,33 +192,44 @@ class RetryTests(unittest.TestCase):
         self.assertEqual(len(fake.requests), 1)
 
     def test_timeout(self) -> None:
+        # The server answers only once the test has seen the client give up: the timeout is shown by
+        # order (the error came while the answer was held back), not by a stopwatch. A client that did
+        # not time out would get the answer after the 60 s guard and fail the assertRaises.
+        release = threading.Event()
+
         def script(h, n):  # type: ignore[no-untyped-def]
-            time.sleep(1.5)
+            release.wait(60)
             answer(h, 200, usage_body(), {"Content-Type": "application/json"})
 
         with FakeServer(script) as fake:
-            started = time.monotonic()
-            with self.assertRaises(APITimeoutError) as caught:
-                self.client(fake.url, timeout=0.3, max_retries=1).usage()
-            self.assertLess(time.monotonic() - started, 1.4)
+            try:
+                with self.assertRaises(APITimeoutError) as caught:
+                    self.client(fake.url, timeout=0.3, max_retries=1).usage()
+            finally:
+                release.set()
             self.assertIn("0.3 s", str(caught.exception))
             self.assertEqual((caught.exception.code, caught.exception.status), ("TIMEOUT", None))
             self.assertIsInstance(caught.exception, APIConnectionError)
             self.assertEqual(len(fake.requests), 2)
-            # A per-call timeout overrides the client's.
-            self.assertEqual(self.client(fake.url, timeout=0.3).usage(timeout=5).plan, "pro")
+            # A per-call timeout overrides the client's: it is the one the request is sent with.
+            client = self.client(fake.url, timeout=0.3)
+            with mock.patch.object(client, "_send", wraps=client._send) as send:
+                self.assertEqual(client.usage(timeout=5).plan, "pro")
+            self.assertEqual(send.call_args.args[4], 5)
 
     def test_connection_refused(self) -> None:
-        with socket.socket() as s:
+        # A port bound but not listening refuses connections, and stays ours for the whole test (a
+        # port closed before use could be taken by another process meanwhile).
+        with socket.socket() as s, recorded_sleeps() as waits:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        started = time.monotonic()
-        with self.assertRaises(APIConnectionError) as caught:
-            self.client(f"http://127.0.0.1:{port}", max_retries=1).usage()
+            with self.assertRaises(APIConnectionError) as caught:
+                self.client(f"http://127.0.0.1:{port}", max_retries=1).usage()
         self.assertIn("refused", str(caught.exception))
         self.assertIsNone(caught.exception.status)
         self.assertEqual(caught.exception.code, "CONNECTION_ERROR")
-        self.assertLess(time.monotonic() - started, 3)
+        # One backoff (max_retries=1), no Retry-After to honour: the first backoff is at most 0.5 s.
+        self.assertEqual(len(waits), 1)
 
     def test_cut_answer_is_a_connection_error(self) -> None:
         def script(h, n):  # type: ignore[no-untyped-def]
@@ -269,13 +279,15 @@ class RetryTests(unittest.TestCase):
 
 class AsyncFaultTests(unittest.TestCase):
     def test_async_retries_a_reset_and_times_out(self) -> None:
+        release = threading.Event()  # held answers wait for the test to have seen the timeout
+
         def script(h, n):  # type: ignore[no-untyped-def]
             if n == 0:
                 reset_connection(h)
             elif n == 1:
                 answer(h, 200, usage_body(), {"Content-Type": "application/json"})
             else:
-                time.sleep(1.0)
+                release.wait(60)
                 answer(h, 200, usage_body(), {"Content-Type": "application/json"})
 
         async def run(url: str) -> None:
@@ -286,7 +298,10 @@ class AsyncFaultTests(unittest.TestCase):
                     await client.usage()
 
         with FakeServer(script) as fake:
-            asyncio.run(run(fake.url))
+            try:
+                asyncio.run(run(fake.url))
+            finally:
+                release.set()
         self.assertEqual(len(fake.requests), 4)
 
     def test_closed_async_client_refuses(self) -> None:

@@ -3,12 +3,23 @@ reset time, and is never retried; a key can still be revoked over quota."""
 
 from __future__ import annotations
 
-import time
 import unittest
+from datetime import datetime, timedelta, timezone
+from unittest import mock
 
-from _support import RealServer, corpus
+from _support import RealServer, corpus, recorded_sleeps
 
 from compresso import Compresso, RateLimitError
+
+FROZEN = datetime(2026, 11, 22, 23, 59, 0, tzinfo=timezone.utc)
+
+
+class FrozenDatetime(datetime):
+    """The client's clock, fixed: what it computes from the server's headers is then exact."""
+
+    @classmethod
+    def now(cls, tz=None):  # type: ignore[no-untyped-def, override]
+        return FROZEN
 
 LIMIT = 3
 
@@ -32,10 +43,10 @@ class QuotaTests(unittest.TestCase):
         usage = client.usage()  # request 3
         self.assertEqual((usage.used, usage.remaining), (LIMIT, 0))
 
-        started = time.monotonic()
-        with self.assertRaises(RateLimitError) as caught:
+        with recorded_sleeps() as waits, mock.patch("compresso.errors.datetime", FrozenDatetime), self.assertRaises(
+            RateLimitError
+        ) as caught:
             client.compress(image, max_dimension=32)
-        elapsed = time.monotonic() - started
         e = caught.exception
         self.assertEqual((e.status, e.code), (429, "QUOTA_EXCEEDED"))
         self.assertTrue(e.is_quota_exceeded)
@@ -44,10 +55,12 @@ class QuotaTests(unittest.TestCase):
         self.assertEqual(e.details["limit"], LIMIT)
         self.assertGreater(e.retry_after, 0)
         self.assertLessEqual(e.retry_after, 86400)
-        self.assertAlmostEqual(e.reset_at.timestamp(), time.time() + e.retry_after, delta=5)
+        # The client's clock (frozen above) plus the server's RateLimit-Reset, exactly — was: within 5 s
+        # of this machine's clock at the assertion.
+        self.assertEqual(e.reset_at, FROZEN + timedelta(seconds=float(e.headers["ratelimit-reset"])))
         self.assertEqual(e.reset_at.utcoffset().total_seconds(), 0)
-        # Retrying would have waited (capped Retry-After, 60 s) before each of 3 more attempts.
-        self.assertLess(elapsed, 5)
+        # Not retried: no wait at all (retrying would have waited before each of 3 more attempts).
+        self.assertEqual(waits, [])
 
         # A leaked key that burnt the quota can still be revoked.
         self.assertTrue(client.keys.revoke(spare.id).revoked)

@@ -41,7 +41,11 @@ export interface AppDeps {
   blobs?: BlobStore;
   /** Shared with the process's workers (job outcomes); made here when not given. */
   metrics?: Metrics;
-  /** The web pages' clock (throttle windows, session and link expiry); tests pass a fixed one. */
+  /**
+   * The one clock the app reads: the API quota (its UTC day, reset time and Retry-After) and the web
+   * pages (throttle windows, session and link expiry); the system clock by default. Injected by tests,
+   * so a run that crosses 00:00 UTC neither breaks them nor goes untested.
+   */
   now?: () => Date;
 }
 
@@ -138,8 +142,9 @@ export function createApp(deps: AppDeps): express.Express {
     res.redirect(301, '/api/v1/docs');
   });
 
-  const auth = requireApiKey({ db, config, logger });
-  const authOverQuota = requireApiKey({ db, config, logger }, { allowOverQuota: true });
+  const now = deps.now ?? (() => new Date());
+  const auth = requireApiKey({ db, config, logger, now });
+  const authOverQuota = requireApiKey({ db, config, logger, now }, { allowOverQuota: true });
   const uploadLimits = {
     maxBytes: config.maxUploadBytes,
     idleTimeoutMs: config.idleTimeoutMs,
@@ -207,25 +212,26 @@ export function createApp(deps: AppDeps): express.Express {
     blobs: deps.blobs,
     budget: uploadLimits.budget,
     auth,
-    authNoCount: requireApiKey({ db, config, logger }, { count: false }),
+    authNoCount: requireApiKey({ db, config, logger, now }, { count: false }),
   });
 
   app.get('/api/v1/usage', auth, (_req, res) => {
     const state = authOf(res);
-    const now = new Date();
+    // The reset belongs to the day the request was counted on: the same reading of the clock.
+    const at = state.at;
     res.json({
       plan: state.account.plan,
       day: state.day,
       used: state.used,
       limit: state.limit,
       remaining: Math.max(0, state.limit - state.used),
-      resets_at: nextReset(now).toISOString(),
-      resets_in_seconds: secondsUntilReset(now),
+      resets_at: nextReset(at).toISOString(),
+      resets_in_seconds: secondsUntilReset(at),
     });
   });
 
   // First of the web routers: its session middleware sets res.locals.session for the ones after it.
-  app.use(accountRouter({ db, logger, config, ...(deps.now ? { now: deps.now } : {}) }));
+  app.use(accountRouter({ db, logger, config, now }));
   app.use(compressorRouter({ engine, db, logger, config, uploadLimits }));
   // After the session middleware, so the reference's navigation shows who is signed in.
   const docsBody = docsContent(document);

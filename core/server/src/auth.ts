@@ -21,6 +21,8 @@ export interface AuthState {
   limit: number;
   used: number;
   day: string;
+  /** When the quota was read: what `day` and the reset are computed from (one reading at midnight). */
+  at: Date;
 }
 
 export function authOf(res: Response): AuthState {
@@ -55,10 +57,11 @@ export interface AuthOptions {
  * the count is given back).
  */
 export function requireApiKey(
-  deps: { db: Database; config: Config; logger: Logger },
+  deps: { db: Database; config: Config; logger: Logger; now?: () => Date },
   options: AuthOptions = {},
 ): RequestHandler {
   const { db, config, logger } = deps;
+  const clock = deps.now ?? (() => new Date());
   return async (req: Request, res: Response, next) => {
     const header = req.headers.authorization;
     if (!header) {
@@ -84,7 +87,8 @@ export function requireApiKey(
       );
     }
 
-    const now = new Date();
+    // The quota's day, its reset and Retry-After all come from this one reading of the clock.
+    const now = clock();
     const day = quotaDay(now);
     const quota =
       options.count === false
@@ -120,6 +124,7 @@ export function requireApiKey(
       limit: plan.dailyRequests,
       used: quota.used,
       day,
+      at: now,
     } satisfies AuthState;
     next();
   };

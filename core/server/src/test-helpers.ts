@@ -50,7 +50,7 @@ export async function startTestServer(
     /** For batch jobs: the queue and blob store the app hands work to. */
     queue?: JobQueue;
     blobs?: BlobStore;
-    /** The web pages' clock (throttle windows); default the system clock. */
+    /** The app's clock (quota day, throttle windows; see AppDeps.now); the system clock when not given. */
     now?: () => Date;
   } = { dbPath: ':memory:' },
 ): Promise<TestServer> {

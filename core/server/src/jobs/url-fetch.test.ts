@@ -130,11 +130,11 @@ describe('fetching (private addresses allowed, as in tests and closed networks)'
       /^FILE_TOO_LARGE/,
     );
     expect(await codeOf(fetchUrl(`http://127.0.0.1:${port}/chunked-big`, open))).toMatch(/^FILE_TOO_LARGE/);
-    const started = Date.now();
+    // The time cap is shown by the error it gives (/slow ends its body only after 3 s: without the cap
+    // the fetch would succeed), not by a stopwatch.
     expect(await codeOf(fetchUrl(`http://127.0.0.1:${port}/slow`, { ...open, timeoutMs: 300 }))).toMatch(
       /^URL_FETCH_FAILED: .*within 300 ms/,
     );
-    expect(Date.now() - started).toBeLessThan(2000);
     expect(await codeOf(fetchUrl(`http://127.0.0.1:${port}/missing.jpg`, open))).toMatch(
       /^URL_FETCH_FAILED: .*HTTP 404/,
     );
