@@ -18,12 +18,15 @@ export interface AutoVsFixed {
   fixedImagesPerSecond: number;
   /** Fixed-default images/s ÷ auto's: what one auto image costs in fixed encodes. */
   autoCost: number;
+  /** Mean candidate encodes scored per image (load-independent cost). */
+  autoSteps: number | null;
   /** --search: the pre-issue-11 bisection on the same images. */
   searchBytes?: number;
   searchMeanScore?: number | null;
   searchMinScore?: number | null;
   searchImagesPerSecond?: number;
   searchCost?: number;
+  searchSteps?: number | null;
   autoVsSearchPercent?: number | null;
 }
 
@@ -219,7 +222,8 @@ export function markdown(result: BenchResult): string {
       'auto mean (min)',
       'auto cost',
     ];
-    if (withSearch) head.push('search bytes', 'auto vs search', 'search mean (min)', 'search cost');
+    if (withSearch)
+      head.push('search bytes', 'auto vs search', 'search mean (min)', 'search cost', 'search steps');
     const cells = result.autoVsFixed.map((r) => {
       const row = [
         r.kind,
@@ -232,6 +236,7 @@ export function markdown(result: BenchResult): string {
           : `${r.autoVsWorstCasePercent > 0 ? '+' : ''}${n(r.autoVsWorstCasePercent)} %`,
         `${n(r.autoMeanScore)} (${n(r.autoMinScore)})`,
         `${n(r.autoCost)}×`,
+        n(r.autoSteps),
       ];
       if (withSearch)
         row.push(
@@ -241,6 +246,7 @@ export function markdown(result: BenchResult): string {
             : `${r.autoVsSearchPercent > 0 ? '+' : ''}${n(r.autoVsSearchPercent)} %`,
           `${n(r.searchMeanScore)} (${n(r.searchMinScore)})`,
           r.searchCost === undefined ? '—' : `${n(r.searchCost)}×`,
+          n(r.searchSteps),
         );
       return row;
     });

@@ -178,6 +178,8 @@ interface Encoded {
   bytes: Uint8Array;
   format: OutputFormat;
   quality: number;
+  /** Quality "auto": candidate encodes scored (info.auto_steps). */
+  steps?: number;
   score?: number;
 }
 
@@ -230,6 +232,7 @@ async function engineBatch(
         bytes: out.data,
         format: out.info.output_format,
         quality: out.info.quality,
+        ...(out.info.auto_steps !== undefined ? { steps: out.info.auto_steps } : {}),
       });
     } catch (error) {
       errors.push(`${image.name}: ${(error as Error).message}`);
@@ -421,7 +424,9 @@ async function compareWithWorstCase(engine: Engine, images: CorpusImage[]): Prom
       const summary = (b: Batch) => {
         const outs = names.map((n) => b.outputs.get(n)).filter((o): o is Encoded => o !== undefined);
         const scores = outs.map((o) => o.score).filter((x): x is number => x !== undefined);
+        const steps = outs.map((o) => o.steps).filter((x): x is number => x !== undefined);
         return {
+          steps: steps.length ? round(sum(steps) / steps.length, 1) : null,
           bytes: sum(outs.map((o) => o.bytes.length)),
           meanScore: scores.length ? round(sum(scores) / scores.length, 1) : null,
           minScore: scores.length ? round(Math.min(...scores), 1) : null,
@@ -445,6 +450,7 @@ async function compareWithWorstCase(engine: Engine, images: CorpusImage[]): Prom
         autoImagesPerSecond: a.imagesPerSecond,
         fixedImagesPerSecond: f.imagesPerSecond,
         autoCost: round(f.imagesPerSecond / a.imagesPerSecond, 1),
+        autoSteps: a.steps,
       };
       if (search) {
         const s = summary(search);
@@ -454,6 +460,7 @@ async function compareWithWorstCase(engine: Engine, images: CorpusImage[]): Prom
           searchMinScore: s.minScore,
           searchImagesPerSecond: s.imagesPerSecond,
           searchCost: round(f.imagesPerSecond / s.imagesPerSecond, 1),
+          searchSteps: s.steps,
           autoVsSearchPercent: s.bytes ? round((a.bytes / s.bytes - 1) * 100, 1) : null,
         });
       }

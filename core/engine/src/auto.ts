@@ -1,4 +1,5 @@
 import type { CompressOptions, OutputFormat } from '@compresso/schema';
+import sharp from 'sharp';
 import type { ChromaSubsampling } from './encode.ts';
 import { isSynthetic, measureFeatures } from './image-features.ts';
 import { backgroundsFor, decodeReferences, scoreEncoded } from './metric/compare.ts';
@@ -119,11 +120,10 @@ export function createAutoEncoder(
     // 'jpeg' never keeps animation frames, so this is the first frame, oriented and resized exactly
     // as the output will be.
     const reference = () => prepare(source, { ...options, strip_exif: true }, 'jpeg');
-    const [references, features] = await Promise.all([
-      decodeReferences(reference, backgroundsFor(source.hasAlpha, format)),
-      measureFeatures(reference()),
-    ]);
-    const { width, height } = references[0]!.image;
+    const references = await decodeReferences(reference, backgroundsFor(source.hasAlpha, format));
+    const { width, height, data } = references[0]!.image;
+    // Features from the pixels already decoded for the metric: no second decode and resize.
+    const features = await measureFeatures(sharp(data, { raw: { width, height, channels: 3 } }));
     const small = Math.min(width, height) < SMALL_IMAGE_SIDE;
     const synthetic = isSynthetic(features);
     // Animated WebP stays lossy: lossless animation frames are many times larger.
