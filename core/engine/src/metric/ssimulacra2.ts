@@ -6,10 +6,11 @@
  * each summarised by its 1-norm and 4-norm: 108 numbers, weighted, then mapped to a score where
  * 100 is identical, 90 visually lossless, 70 high quality and negative very poor.
  *
- * Differences from the reference tool: the reference blurs with a recursive (IIR) Gaussian whose
- * support is ±5 pixels at sigma 1.5 and which treats pixels outside the image as zero; here a
- * separable 11-tap FIR Gaussian with the same zero boundary does that job (same support, same edge
- * behaviour, a few hundredths of a point apart in practice).
+ * Checked against the reference tool (cloudinary/ssimulacra2) from 16 to 2048 px
+ * (reference-agreement.test.ts): the blur is the reference's recursive Gaussian written as the 9-tap
+ * kernel it equals, with zero outside the image; scales stop where the reference stops; and an image
+ * with fewer than six scales weighs its sub-scores the way the reference does (packed, see
+ * `subScores`). Images under 8 px, which the reference refuses, are padded (see `padToMinimum`).
  *
  * Everything is Float32Array planes allocated once per call; no per-pixel allocation. The reference
  * side can be prepared once (`prepareReference`) and reused for many distorted candidates.
@@ -67,19 +68,61 @@ for (let i = 0; i < 256; i++) {
   SRGB_TO_LINEAR[i] = v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
 }
 
-/** Gaussian, sigma 1.5, ±5 taps (the support of the reference's recursive filter), sum 1. */
-const RADIUS = 5;
-const KERNEL = (() => {
-  const k = new Float32Array(2 * RADIUS + 1);
-  let sum = 0;
-  for (let i = -RADIUS; i <= RADIUS; i++) {
-    const w = Math.exp((-i * i) / (2 * 1.5 * 1.5));
-    k[i + RADIUS] = w;
-    sum += w;
+/**
+ * The blur of the published metric is a recursive Gaussian (sigma 1.5) built as in Charalampidis,
+ * "Recursive implementation of the Gaussian filter using truncated cosine functions" (2016): three
+ * resonators whose sum is exactly a finite kernel, g(t) = Σ β_k cos(ω_k t) for |t| < N, zero from
+ * |t| = N on, with N = round(3.2795 σ + 0.2546) = 5 and ω_k = (2k − 1)π / 2N. So the filter is a
+ * 9-tap FIR, and here it is applied as one: same weights as the recursion (not a sampled Gaussian —
+ * that one's 11 taps put 0.8 % more on the centre and 20 % less on ±4, which kept every score about
+ * 0.1–0.2 above the reference tool), and fewer taps than the sampled one, so no slower.
+ * β solves the three conditions of the paper: the kernel sums to 1, its second moment is σ², and it
+ * reaches zero at ±N.
+ */
+function truncatedCosineKernel(sigma: number): Float32Array {
+  const n = Math.round(3.2795 * sigma + 0.2546);
+  const omega = [1, 3, 5].map((k) => (k * Math.PI) / (2 * n)) as [number, number, number];
+  const p = [
+    1 / Math.tan(0.5 * omega[0]),
+    -1 / Math.tan(0.5 * omega[1]),
+    1 / Math.tan(0.5 * omega[2]),
+  ] as const;
+  const r = [
+    (p[0] * p[0]) / Math.sin(omega[0]),
+    -(p[1] * p[1]) / Math.sin(omega[1]),
+    (p[2] * p[2]) / Math.sin(omega[2]),
+  ] as const;
+  const rho = omega.map((w) => Math.exp(-0.5 * sigma * sigma * w * w) / n) as [number, number, number];
+  const d13 = p[0] * r[1] - r[0] * p[1];
+  const zeta15 = (p[1] * r[2] - r[1] * p[2]) / d13;
+  const zeta35 = (p[2] * r[0] - r[2] * p[0]) / d13;
+  // A β = γ, solved by Cramer's rule (3×3, once at load).
+  const a = [
+    [p[0], p[1], p[2]],
+    [r[0], r[1], r[2]],
+    [zeta15, zeta35, 1],
+  ];
+  const g = [1, n * n - sigma * sigma, zeta15 * rho[0] + zeta35 * rho[1] + rho[2]];
+  const det = (m: number[][]): number =>
+    m[0]![0]! * (m[1]![1]! * m[2]![2]! - m[1]![2]! * m[2]![1]!) -
+    m[0]![1]! * (m[1]![0]! * m[2]![2]! - m[1]![2]! * m[2]![0]!) +
+    m[0]![2]! * (m[1]![0]! * m[2]![1]! - m[1]![1]! * m[2]![0]!);
+  const d = det(a);
+  const beta = [0, 1, 2].map((col) => det(a.map((row, i) => row.map((v, j) => (j === col ? g[i]! : v)))) / d);
+  const radius = n - 1;
+  const k = new Float32Array(2 * radius + 1);
+  for (let t = -radius; t <= radius; t++) {
+    k[t + radius] =
+      beta[0]! * Math.cos(omega[0] * t) +
+      beta[1]! * Math.cos(omega[1] * t) +
+      beta[2]! * Math.cos(omega[2] * t);
   }
-  for (let i = 0; i < k.length; i++) k[i]! /= sum;
   return k;
-})();
+}
+
+const RADIUS = 4;
+const KERNEL = truncatedCosineKernel(1.5);
+if (KERNEL.length !== 2 * RADIUS + 1) throw new Error('SSIMULACRA2 blur: unexpected kernel size');
 
 /** Three planes of one image at one scale. */
 type Planes = [Float32Array, Float32Array, Float32Array];
@@ -142,14 +185,13 @@ function toXyb(lin: Planes, n: number, out: Planes): void {
 }
 
 // The kernel is symmetric: interior pixels take one unrolled expression (no bounds tests, one
-// multiply per tap pair), which is ~1.8× faster than the generic loop; only the 5-pixel borders use
-// the zero-boundary loop.
-const K0 = KERNEL[5]!,
-  K1 = KERNEL[6]!,
-  K2 = KERNEL[7]!,
-  K3 = KERNEL[8]!,
-  K4 = KERNEL[9]!,
-  K5 = KERNEL[10]!;
+// multiply per tap pair), which is ~1.8× faster than the generic loop; only the 4-pixel borders use
+// the zero-boundary loop (pixels outside the image count as 0, as in the reference's filter).
+const K0 = KERNEL[4]!,
+  K1 = KERNEL[5]!,
+  K2 = KERNEL[6]!,
+  K3 = KERNEL[7]!,
+  K4 = KERNEL[8]!;
 /** Separable Gaussian with zero outside the image; `tmp` is scratch of the same size. */
 function blur(src: Float32Array, width: number, height: number, tmp: Float32Array, out: Float32Array): void {
   const k = KERNEL;
@@ -172,8 +214,7 @@ function blur(src: Float32Array, width: number, height: number, tmp: Float32Arra
         K1 * (src[i - 1]! + src[i + 1]!) +
         K2 * (src[i - 2]! + src[i + 2]!) +
         K3 * (src[i - 3]! + src[i + 3]!) +
-        K4 * (src[i - 4]! + src[i + 4]!) +
-        K5 * (src[i - 5]! + src[i + 5]!);
+        K4 * (src[i - 4]! + src[i + 4]!);
     }
     for (let x = Math.max(innerEnd, edgeEnd); x < width; x++) {
       let acc = 0;
@@ -196,8 +237,7 @@ function blur(src: Float32Array, width: number, height: number, tmp: Float32Arra
           K1 * (tmp[i - w]! + tmp[i + w]!) +
           K2 * (tmp[i - 2 * w]! + tmp[i + 2 * w]!) +
           K3 * (tmp[i - 3 * w]! + tmp[i + 3 * w]!) +
-          K4 * (tmp[i - 4 * w]! + tmp[i + 4 * w]!) +
-          K5 * (tmp[i - 5 * w]! + tmp[i + 5 * w]!);
+          K4 * (tmp[i - 4 * w]! + tmp[i + 4 * w]!);
       }
     } else {
       const lo = Math.max(0, y - RADIUS);
@@ -302,8 +342,10 @@ export function prepareReference(reference: RgbImage): PreparedReference {
 }
 
 /**
- * The 108 sub-scores for one pair, each |norm| in the order the weights expect. Exposed so tests and
- * tuning can look inside; `ssimulacra2()` is what callers want.
+ * The 108 sub-scores for one pair, each |norm| in the order the weights expect: channel (X, Y, B) →
+ * computed scale → norm (1, 4) → map (SSIM, ringing, blur), packed over the scales the image has and
+ * zero after them (see the end of this function). Exposed so tests and tuning can look inside;
+ * `ssimulacra2()` is what callers want.
  */
 export function subScores(reference: RgbImage | PreparedReference, distorted: RgbImage): Float64Array {
   const ref = 'scales' in reference ? reference : undefined;
@@ -387,16 +429,20 @@ export function subScores(reference: RgbImage | PreparedReference, distorted: Rg
       edge[scale * 12 + c * 4 + 3] = Math.sqrt(Math.sqrt(det4 * inv));
     }
   }
+  // The reference tool walks the weights with one running index over the scales it computed: an
+  // image with fewer than six scales (under ~160 px on its short side) takes the first
+  // 6 × scales weights for X, the next ones for Y, then B — not the weights of "its" scales. That
+  // order is what the published scores (and the reference tool on small images) mean, so the
+  // sub-scores are packed the same way and the tail left 0. Zero-filling the missing scales instead
+  // (this file before) scored a 70×46 WebP 75 where the reference says 18.
   const out = new Float64Array(108);
   let i = 0;
   for (let c = 0; c < 3; c++) {
-    for (let scale = 0; scale < SCALES; scale++) {
+    for (let scale = 0; scale < scalesDone; scale++) {
       for (let norm = 0; norm < 2; norm++) {
-        // Scales the image was too small for contribute nothing (the reference stops there too).
-        const present = scale < scalesDone;
-        out[i++] = present ? Math.abs(ssim[scale * 6 + c * 2 + norm]!) : 0;
-        out[i++] = present ? Math.abs(edge[scale * 12 + c * 4 + norm]!) : 0;
-        out[i++] = present ? Math.abs(edge[scale * 12 + c * 4 + norm + 2]!) : 0;
+        out[i++] = Math.abs(ssim[scale * 6 + c * 2 + norm]!);
+        out[i++] = Math.abs(edge[scale * 12 + c * 4 + norm]!);
+        out[i++] = Math.abs(edge[scale * 12 + c * 4 + norm + 2]!);
       }
     }
   }
