@@ -64,18 +64,19 @@ const MAX_STEPS = 4;
 const DEFAULT_SLOPE = 0.6;
 
 /**
- * Images whose shorter side is under this are "small". The reference SSIMULACRA2 tool judges them
- * far more harshly than the engine's metric does (issue 11: 70×46 photos at 17–21 where the engine
- * read 75–76). Measured again with the reference tool on photos, a logo and a screenshot at 16–256 px
- * (test/bench/results/auto-calibration.json → small, written by test/bench/auto-calibrate.ts): fixed
- * Q80 in 4:2:0 scored −30 to 58 on shorter sides of 30–110 px (engine 75–89), while from 117 px up
- * (176×117, 128×128, 256×133 and larger) and at 16 px the two metrics agree within 0.3. Until the
- * engine's metric agrees on small images (another change), a small output gets settings the
- * reference tool scores above the floor instead of a search the engine's metric would get wrong:
- * JPEG 4:4:4 at Q 100 (reference 86–98), WebP near-lossless (NEAR_LOSSLESS_LEVEL; 81.5–100), AVIF
- * 4:4:4 at Q 100 (89.9–98.7). Bytes: 2–7× the fixed default's, on images of a few KB.
+ * Images whose shorter side is under this are "small". Measured with the reference SSIMULACRA2 tool
+ * on photos, a logo and a screenshot at 16–256 px (test/bench/results/auto-calibration.json → small,
+ * written by test/bench/auto-calibrate.ts): fixed Q80 at 4:2:0 scored −30 to 58 on shorter sides of
+ * 30–110 px, and lossy WebP (4:2:0 only) never reached 70 there at any quality; from 117 px up
+ * (176×117, 128×128, 256×133) the usual settings behave as on large images. Small outputs therefore
+ * start at 4:4:4 (JPEG, AVIF) from SMALL_START_Q, and WebP is written near-lossless
+ * (NEAR_LOSSLESS_LEVEL; 81.5–100 by the reference tool). The engine's metric agrees with the reference
+ * tool on these sizes since the small-image metric fix (issue 11; the JSON's engineScore column was
+ * measured before it), so the search and the floor chain are trusted here as on large images.
  */
 export const SMALL_IMAGE_SIDE = 117;
+/** JPEG 4:4:4 scored 69–78 at Q95 and 86–98 at Q100 on 70-px photos (reference tool): start high. */
+const SMALL_START_Q = 95;
 
 /**
  * PNG under "auto": no search. The palette-or-lossless decision in the encoder already keeps a
@@ -192,13 +193,10 @@ export function createAutoEncoder(
       return pass;
     };
 
-    if (small) {
-      const variant: EncodeVariant =
-        format === 'webp' ? (animated ? {} : { nearLossless: true }) : { chromaSubsampling: '4:4:4' };
-      return done(await at(100, variant));
-    }
+    // Small WebP: lossy WebP is 4:2:0 only and no quality of it reached 70 on a 30–110 px photo.
+    if (small && format === 'webp' && !animated) return done(await at(100, { nearLossless: true }));
     const chroma: ChromaSubsampling | undefined =
-      format === 'webp' ? undefined : synthetic ? '4:4:4' : '4:2:0';
+      format === 'webp' ? undefined : synthetic || small ? '4:4:4' : '4:2:0';
     const primary: EncodeVariant = chroma ? { chromaSubsampling: chroma } : {};
     const lo = AUTO_MIN_Q;
     const cap = maxQ;
@@ -211,7 +209,7 @@ export function createAutoEncoder(
       lossless = { q: 100, variant: { lossless: true }, encoded, score: 100 };
     }
 
-    const start = START_Q[lossy][synthetic ? 'synthetic' : 'photo'];
+    const start = small ? SMALL_START_Q : START_Q[lossy][synthetic ? 'synthetic' : 'photo'];
     await search(target, lo, cap, Math.max(lo, start), primary);
     const withLossless = (t: Trial | undefined) =>
       lossless && (!t || lossless.encoded.data.length <= t.encoded.data.length) ? lossless : t;
