@@ -1,4 +1,34 @@
-export type Mode = 'default' | 'auto';
+export type Mode = 'default' | 'auto' | 'search';
+
+/** Quality "auto" against the fixed quality that reaches the same worst case (worst-case.ts). */
+export interface AutoVsFixed {
+  kind: string;
+  format: string;
+  floor: number;
+  images: number;
+  /** Smallest fixed Q at which every image of the kind reaches the floor; null if none does. */
+  worstCaseQ: number | null;
+  worstCaseBytes: number | null;
+  hardest: string;
+  autoBytes: number;
+  autoVsWorstCasePercent: number | null;
+  autoMeanScore: number | null;
+  autoMinScore: number | null;
+  autoImagesPerSecond: number;
+  fixedImagesPerSecond: number;
+  /** Fixed-default images/s ÷ auto's: what one auto image costs in fixed encodes. */
+  autoCost: number;
+  /** Mean candidate encodes scored per image (load-independent cost). */
+  autoSteps: number | null;
+  /** --search: the pre-issue-11 bisection on the same images. */
+  searchBytes?: number;
+  searchMeanScore?: number | null;
+  searchMinScore?: number | null;
+  searchImagesPerSecond?: number;
+  searchCost?: number;
+  searchSteps?: number | null;
+  autoVsSearchPercent?: number | null;
+}
 
 /** One line of results: one encoder, one format, one quality mode, one kind (or all kinds). */
 export interface Row {
@@ -61,6 +91,7 @@ export interface BenchResult {
   avifAtMaxDimension: Row | null;
   referenceTools: { name: string; format: string; version: string; settings: string }[];
   rows: Row[];
+  autoVsFixed?: AutoVsFixed[];
   notes: string[];
 }
 
@@ -70,6 +101,7 @@ function n(value: number | null | undefined, digits = 1): string {
 
 function qualityLabel(row: Row, defaultQuality: number): string {
   if (row.mode === 'auto') return `auto (≈${n(row.meanQuality, 0)})`;
+  if (row.mode === 'search') return `search (≈${n(row.meanQuality, 0)})`;
   return String(defaultQuality);
 }
 
@@ -168,6 +200,63 @@ export function markdown(result: BenchResult): string {
     out.push(`### ${kind === 'all' ? 'All kinds' : kind} (${count} image${count === 1 ? '' : 's'})`);
     out.push('');
     out.push(...table(rows, settings.defaultQuality));
+  }
+  if (result.autoVsFixed?.length) {
+    const withSearch = result.autoVsFixed.some((r) => r.searchBytes !== undefined);
+    out.push('');
+    out.push(
+      `### Auto against the fixed quality with the same worst case (floor ${result.autoVsFixed[0]!.floor})`,
+    );
+    out.push('');
+    out.push(
+      'Fixed Q: the smallest Compresso quality at which every image of the kind scores at least the floor (none: some image misses it even at 100). Auto cost: images/s at the fixed default ÷ images/s with auto (one auto image costs that many fixed encodes).',
+    );
+    out.push('');
+    const head = [
+      'kind',
+      'format',
+      'fixed Q',
+      'fixed Q bytes',
+      'auto bytes',
+      'auto vs fixed Q',
+      'auto mean (min)',
+      'auto cost',
+    ];
+    if (withSearch)
+      head.push('search bytes', 'auto vs search', 'search mean (min)', 'search cost', 'search steps');
+    const cells = result.autoVsFixed.map((r) => {
+      const row = [
+        r.kind,
+        r.format,
+        r.worstCaseQ === null ? 'none' : String(r.worstCaseQ),
+        r.worstCaseBytes === null ? '—' : String(r.worstCaseBytes),
+        String(r.autoBytes),
+        r.autoVsWorstCasePercent === null
+          ? '—'
+          : `${r.autoVsWorstCasePercent > 0 ? '+' : ''}${n(r.autoVsWorstCasePercent)} %`,
+        `${n(r.autoMeanScore)} (${n(r.autoMinScore)})`,
+        `${n(r.autoCost)}×`,
+        n(r.autoSteps),
+      ];
+      if (withSearch)
+        row.push(
+          r.searchBytes === undefined ? '—' : String(r.searchBytes),
+          r.autoVsSearchPercent == null
+            ? '—'
+            : `${r.autoVsSearchPercent > 0 ? '+' : ''}${n(r.autoVsSearchPercent)} %`,
+          `${n(r.searchMeanScore)} (${n(r.searchMinScore)})`,
+          r.searchCost === undefined ? '—' : `${n(r.searchCost)}×`,
+          n(r.searchSteps),
+        );
+      return row;
+    });
+    const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+    const left = (i: number) => i < 2;
+    const line = (c: string[]) =>
+      `| ${c.map((t, i) => (left(i) ? t.padEnd(widths[i]!) : t.padStart(widths[i]!))).join(' | ')} |`;
+    out.push(line(head));
+    out.push(`| ${widths.map((w, i) => (left(i) ? '-'.repeat(w) : `${'-'.repeat(w - 1)}:`)).join(' | ')} |`);
+    for (const c of cells) out.push(line(c));
   }
   out.push('');
   out.push(

@@ -10,8 +10,10 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
   ALPHA_BACKGROUNDS,
+  AUTO_FLOOR,
   AVIF_EFFORT,
   closeMetricPool,
+  createBisectionAutoEncoder,
   createEngine,
   DEFAULT_LIMITS,
   type Engine,
@@ -27,7 +29,8 @@ import { fillJobs, MiB, RssSampler, round, runBatch } from './measure.ts';
 import { type Reference, referenceFrom, scoreOutput } from './metric.ts';
 import { rawEncode } from './raw.ts';
 import { discoverReferenceTools, type ReferenceTool, runTool } from './reference.ts';
-import { type BenchResult, type Mode, markdown, type Row } from './report.ts';
+import { type AutoVsFixed, type BenchResult, type Mode, markdown, type Row } from './report.ts';
+import { type AtQuality, worstCaseQuality } from './worst-case.ts';
 
 /**
  * Images per kind in a default pass. The corpus has 14 photos and 5 screenshots; four of each,
@@ -53,6 +56,10 @@ const USAGE = `Usage: node test/bench/run.ts [flags]
                          counts (default 2; quality "auto" always runs once; 1 with --quick)
   --no-reference         skip cwebp / avifenc / pngquant / ImageMagick
   --no-auto              skip quality "auto"
+  --search               also run the bisection "auto" used before issue 11 (mode "search",
+                         createBisectionAutoEncoder) on the same images, for a before/after in one run
+  --no-worst-case        skip the search for the fixed quality that reaches the floor on every
+                         image of a kind (the yardstick auto's bytes are compared with)
   --no-score             skip SSIMULACRA2 scoring
   --no-http              skip the HTTP path (http.ts: POST /api/v1/compress vs the engine)
   --no-scale             skip the scaled-out setup (scale.ts: req/s and p99, embedded vs
@@ -100,6 +107,8 @@ function parseFlags() {
       all: { type: 'boolean', default: false },
       reference: { type: 'boolean', default: true },
       auto: { type: 'boolean', default: true },
+      search: { type: 'boolean', default: false },
+      'worst-case': { type: 'boolean', default: true },
       score: { type: 'boolean', default: true },
       http: { type: 'boolean', default: true },
       scale: { type: 'boolean', default: true },
@@ -132,6 +141,9 @@ const corpusDir = resolve(parsed.corpus ?? DEFAULT_CORPUS);
 const withReference = parsed.reference;
 const withAuto = parsed.auto;
 const withScore = parsed.score;
+const withSearch = parsed.search;
+// --quick is a smoke test that must stay well under a minute: the worst-case search is left out.
+const withWorstCase = parsed['worst-case'] && !quick;
 const minJobs = 2 * concurrency;
 
 /** PNG is written for graphics; a photo as PNG is never what anyone should ship. */
@@ -167,6 +179,8 @@ interface Encoded {
   bytes: Uint8Array;
   format: OutputFormat;
   quality: number;
+  /** Quality "auto": candidate encodes scored (info.auto_steps). */
+  steps?: number;
   score?: number;
 }
 
@@ -191,8 +205,11 @@ function log(message: string) {
   process.stderr.write(`${message}\n`);
 }
 
+/** The engine with the pre-issue-11 bisection as its "auto", for mode "search". */
+let searchEngine: Engine | undefined;
+
 async function engineBatch(
-  engine: Engine,
+  defaultEngine: Engine,
   kind: Kind,
   format: BenchFormat,
   mode: Mode,
@@ -201,13 +218,14 @@ async function engineBatch(
   const outputs = new Map<string, Encoded>();
   const errors: string[] = [];
   const jobs = fillJobs(images, minJobs);
+  const engine = mode === 'search' ? searchEngine! : defaultEngine;
   const sampler = new RssSampler();
   sampler.start();
   const seconds = await runBatch(jobs, concurrency, async (image) => {
     try {
       const out = await engine.optimize(image.bytes, {
         output_format: format,
-        quality: mode === 'auto' ? 'auto' : DEFAULT_QUALITY,
+        quality: mode === 'default' ? DEFAULT_QUALITY : 'auto',
         max_dimension: maxDimension,
       });
       outputs.set(image.name, {
@@ -215,6 +233,7 @@ async function engineBatch(
         bytes: out.data,
         format: out.info.output_format,
         quality: out.info.quality,
+        ...(out.info.auto_steps !== undefined ? { steps: out.info.auto_steps } : {}),
       });
     } catch (error) {
       errors.push(`${image.name}: ${(error as Error).message}`);
@@ -361,6 +380,100 @@ async function scoreAll(images: CorpusImage[]) {
   }
 }
 
+/**
+ * Per kind and lossy format: the fixed Q that reaches AUTO_FLOOR on every image of the kind, its total
+ * bytes, and auto's bytes, scores and cost (images/s of the fixed default ÷ auto's) beside it.
+ */
+async function compareWithWorstCase(engine: Engine, images: CorpusImage[]): Promise<AutoVsFixed[]> {
+  const out: AutoVsFixed[] = [];
+  const references = new Map<string, Reference>();
+  for (const kind of kinds) {
+    const ofKind = images.filter((i) => i.kind === kind);
+    for (const format of formatsFor(kind).filter((f) => f !== 'png')) {
+      const auto = batches.find(
+        (b) => b.kind === kind && b.format === format && b.mode === 'auto' && b.encoder === 'engine',
+      );
+      const fixed = batches.find(
+        (b) => b.kind === kind && b.format === format && b.mode === 'default' && b.encoder === 'engine',
+      );
+      const search = batches.find(
+        (b) => b.kind === kind && b.format === format && b.mode === 'search' && b.encoder === 'engine',
+      );
+      if (!auto || !fixed || !ofKind.length) continue;
+      const cache = new Map<string, AtQuality>();
+      const at = async (name: string, q: number): Promise<AtQuality> => {
+        const key = `${name}|${q}`;
+        const hit = cache.get(key);
+        if (hit) return hit;
+        const image = ofKind.find((i) => i.name === name)!;
+        let reference = references.get(name);
+        if (!reference) {
+          reference = await referencePixels(image);
+          references.set(name, reference);
+        }
+        const result = await engine.optimize(image.bytes, {
+          output_format: format,
+          quality: q,
+          max_dimension: maxDimension,
+        });
+        const value = { score: await scoreOutput(reference, result.data, format), bytes: result.data.length };
+        cache.set(key, value);
+        return value;
+      };
+      const names = ofKind.filter((i) => auto.outputs.has(i.name)).map((i) => i.name);
+      const worst = await worstCaseQuality(names, AUTO_FLOOR, at);
+      const summary = (b: Batch) => {
+        const outs = names.map((n) => b.outputs.get(n)).filter((o): o is Encoded => o !== undefined);
+        const scores = outs.map((o) => o.score).filter((x): x is number => x !== undefined);
+        const steps = outs.map((o) => o.steps).filter((x): x is number => x !== undefined);
+        return {
+          steps: steps.length ? round(sum(steps) / steps.length, 1) : null,
+          bytes: sum(outs.map((o) => o.bytes.length)),
+          meanScore: scores.length ? round(sum(scores) / scores.length, 1) : null,
+          minScore: scores.length ? round(Math.min(...scores), 1) : null,
+          imagesPerSecond: round(b.jobs / b.seconds),
+        };
+      };
+      const a = summary(auto);
+      const f = summary(fixed);
+      const row: AutoVsFixed = {
+        kind,
+        format,
+        floor: AUTO_FLOOR,
+        images: names.length,
+        worstCaseQ: worst.q,
+        worstCaseBytes: worst.bytes,
+        hardest: worst.hardest,
+        autoBytes: a.bytes,
+        autoVsWorstCasePercent: worst.bytes ? round((a.bytes / worst.bytes - 1) * 100, 1) : null,
+        autoMeanScore: a.meanScore,
+        autoMinScore: a.minScore,
+        autoImagesPerSecond: a.imagesPerSecond,
+        fixedImagesPerSecond: f.imagesPerSecond,
+        autoCost: round(f.imagesPerSecond / a.imagesPerSecond, 1),
+        autoSteps: a.steps,
+      };
+      if (search) {
+        const s = summary(search);
+        Object.assign(row, {
+          searchBytes: s.bytes,
+          searchMeanScore: s.meanScore,
+          searchMinScore: s.minScore,
+          searchImagesPerSecond: s.imagesPerSecond,
+          searchCost: round(f.imagesPerSecond / s.imagesPerSecond, 1),
+          searchSteps: s.steps,
+          autoVsSearchPercent: s.bytes ? round((a.bytes / s.bytes - 1) * 100, 1) : null,
+        });
+      }
+      out.push(row);
+      log(
+        `  worst case ${kind} ${format}: Q ${worst.q ?? 'none'} (${worst.probes} probes), auto ${row.autoVsWorstCasePercent ?? '—'} %`,
+      );
+    }
+  }
+  return out;
+}
+
 function sum(ns: number[]): number {
   return ns.reduce((a, b) => a + b, 0);
 }
@@ -472,7 +585,8 @@ async function main() {
   if (withAuto) {
     const missing = await autoAvailable(engine, images[0]!);
     if (missing) notes.push(`quality "auto" not measured: ${missing}`);
-    else modes = ['default', 'auto'];
+    else modes = withSearch ? ['default', 'auto', 'search'] : ['default', 'auto'];
+    if (withSearch) searchEngine = createEngine({ concurrency, auto: createBisectionAutoEncoder() });
   } else notes.push('quality "auto" skipped (--no-auto)');
   if (!withScore) notes.push('scores skipped (--no-score)');
 
@@ -498,7 +612,7 @@ async function main() {
         // slow a run down, so the fastest pass is the closest to what the code itself costs.
         // "auto" runs once: its search (several encodes and scores per image) dwarfs the noise that
         // repeating guards against, and it is the slowest part of a pass.
-        for (let pass = 1; pass < (mode === 'auto' ? 1 : repeat); pass++) {
+        for (let pass = 1; pass < (mode === 'default' ? repeat : 1); pass++) {
           const pair =
             pass % 2 === 1
               ? [await rawBatch(engineRun), await engineBatch(engine, kind, format, mode, ofKind)]
@@ -557,6 +671,12 @@ async function main() {
     await scoreAll(images);
     scoreSeconds = (Date.now() - scoreStart) / 1000;
   }
+  let autoVsFixed: AutoVsFixed[] = [];
+  if (withWorstCase && withScore && modes.includes('auto')) {
+    const start = Date.now();
+    autoVsFixed = await compareWithWorstCase(engine, images);
+    log(`  worst-case fixed quality: ${((Date.now() - start) / 1000).toFixed(0)} s`);
+  } else notes.push('worst-case fixed quality skipped (needs auto and scores; --no-worst-case)');
   await closeMetricPool();
 
   const rows = rowsFor(batches);
@@ -596,6 +716,7 @@ async function main() {
     avifAtMaxDimension: avif2048,
     referenceTools,
     rows,
+    autoVsFixed,
     notes,
   };
 

@@ -93,6 +93,16 @@ export interface InfoResult {
   auto_quality: boolean;
   optimized: boolean;
   score?: number;
+  /** JPEG, lossy AVIF: the chroma subsampling written (quality 'auto' picks 4:4:4 for text and graphics). */
+  chroma_subsampling?: '4:2:0' | '4:4:4';
+  /** WebP, AVIF, PNG: true for a lossless output. */
+  lossless?: boolean;
+  /** WebP: true when written near-lossless. */
+  near_lossless?: boolean;
+  /** Encoder effort, when the format has one. */
+  effort?: number;
+  /** Quality 'auto': candidate encodes scored. */
+  auto_steps?: number;
   metadata_stripped: boolean;
   frames: number;
 }

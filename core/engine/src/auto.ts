@@ -1,6 +1,9 @@
 import type { CompressOptions, OutputFormat } from '@compresso/schema';
+import sharp from 'sharp';
+import type { ChromaSubsampling } from './encode.ts';
+import { isSynthetic, measureFeatures } from './image-features.ts';
 import { backgroundsFor, decodeReferences, scoreEncoded } from './metric/compare.ts';
-import { type AutoEncoder, prepare } from './optimize.ts';
+import { type AutoEncoder, type EncodeVariant, prepare } from './optimize.ts';
 import { DEFAULT_SCALE_QUALITY } from './quality.ts';
 
 type Encoded = Awaited<ReturnType<Parameters<AutoEncoder>[3]>>;
@@ -14,11 +17,7 @@ type Encoded = Awaited<ReturnType<Parameters<AutoEncoder>[3]>>;
  * the fixed default's mean (Q=80 gives 75.9 in every format) and the cap keeps hard photos (a Hubble
  * deep field, a noisy rocket launch) from buying their last points at 2–3× the bytes: a per-image
  * target spends bytes where they are dearest, so without the cap auto is *larger* than the fixed
- * default at an equal mean score. Measured through the engine (calibrate.ts --part auto-real, same
- * photos): total bytes vs the fixed default JPEG 0.924 at mean 75.7 (fixed 75.9), WebP 1.002 at 74.8
- * (75.7), AVIF 0.981 at 75.5 (75.5); worst photo 70.2 / 70.8 / 73.6 instead of 61.5 / 67.8 / 66.8.
- * Not the 25 % saving hoped for: per-image quality choice cannot buy that at an equal mean on photos
- * (engine README.quality.md explains why).
+ * default at an equal mean score.
  */
 export const AUTO_SETTINGS: Readonly<Record<'jpeg' | 'webp' | 'avif', { target: number; maxQ: number }>> = {
   jpeg: { target: 76, maxQ: 90 },
@@ -36,21 +35,48 @@ export const AUTO_TARGET: Readonly<Record<'jpeg' | 'webp' | 'avif', number>> = {
 /**
  * The floor: no "auto" output scores below 70 ("high quality" on the published scale). When the
  * capped search cannot reach the target and the cap scores under the floor, the search goes on above
- * the cap, up to AUTO_MAX_Q, for the smallest output at the floor. Only an image no quality of the
- * format can bring to 70 ends below it (then the best candidate is returned, its score in
- * `info.score` says so).
+ * the cap, then with 4:4:4 chroma (JPEG, AVIF), then lossless (WebP, AVIF), for the smallest output
+ * at the floor. JPEG has no lossless mode: its last step is Q 100 at 4:4:4, and only a JPEG that
+ * scores under 70 even there is returned under the floor (its `info.score` says so).
  */
 export const AUTO_FLOOR = 70;
 
 /** The search range on Compresso's scale. */
 export const AUTO_MIN_Q = 30;
 export const AUTO_MAX_Q = 98;
+
 /**
- * Bisect to the exact Q (bracket width 0). Encoders have steps: mozjpeg on a 2048-px photo went from
- * 75.9 at Q71 to 76.3 at Q72 and 79.8 at Q74 — a bracket of 2 returned Q74 for a target of 76, 7 %
- * more bytes than Q72, for one encode saved.
+ * A passing candidate within this many points of the goal is accepted without looking for a smaller
+ * one. Near the target one Compresso quality step is ≈ 0.6 SSIMULACRA2 points and 1.5–2.5 % of the
+ * bytes, so the answer is at most about one step above the exact bisection's, for 3–5 fewer encodes
+ * and full-size scores.
  */
-const AUTO_RESOLUTION = 0;
+export const AUTO_TOLERANCE = 0.8;
+
+/** Encodes scored at most per goal (target, then floor) before the best passing one is taken. */
+const MAX_STEPS = 4;
+
+/**
+ * Score points per Compresso quality step near the target, from the calibration's mean mozjpeg curve
+ * (72.7 at Q75, 75.9 at Q80, 78.9 at Q85: 0.62 per step); used for the first jump, before the image's
+ * own slope is known.
+ */
+const DEFAULT_SLOPE = 0.6;
+
+/**
+ * Images whose shorter side is under this are "small". Measured with the reference SSIMULACRA2 tool
+ * on photos, a logo and a screenshot at 16–256 px (test/bench/results/auto-calibration.json → small,
+ * written by test/bench/auto-calibrate.ts): fixed Q80 at 4:2:0 scored −30 to 58 on shorter sides of
+ * 30–110 px, and lossy WebP (4:2:0 only) never reached 70 there at any quality; from 117 px up
+ * (176×117, 128×128, 256×133) the usual settings behave as on large images. Small outputs therefore
+ * start at 4:4:4 (JPEG, AVIF) from SMALL_START_Q, and WebP is written near-lossless
+ * (NEAR_LOSSLESS_LEVEL; 81.5–100 by the reference tool). The engine's metric agrees with the reference
+ * tool on these sizes since the small-image metric fix (issue 11; the JSON's engineScore column was
+ * measured before it), so the search and the floor chain are trusted here as on large images.
+ */
+export const SMALL_IMAGE_SIDE = 117;
+/** JPEG 4:4:4 scored 69–78 at Q95 and 86–98 at Q100 on 70-px photos (reference tool): start high. */
+const SMALL_START_Q = 95;
 
 /**
  * PNG under "auto": no search. The palette-or-lossless decision in the encoder already keeps a
@@ -60,11 +86,26 @@ const AUTO_RESOLUTION = 0;
  */
 const FIXED_FORMATS = new Set<OutputFormat>(['png', 'gif']);
 
+/** Where the first probe goes, per format, for photo-like and synthetic images (mean Q chosen). */
+const START_Q: Record<'jpeg' | 'webp' | 'avif', { photo: number; synthetic: number }> = {
+  jpeg: { photo: 78, synthetic: 80 },
+  webp: { photo: 78, synthetic: 70 },
+  avif: { photo: 78, synthetic: 66 },
+};
+
+interface Trial {
+  q: number;
+  variant: EncodeVariant;
+  encoded: Encoded;
+  score: number;
+}
+
 /**
- * Quality "auto": bisection over Compresso quality for the smallest output whose SSIMULACRA2
- * against the resized source reaches the format's target (AUTO_SETTINGS), capped, with a floor
- * (AUTO_FLOOR). The reference is decoded and resized once (and prepared once in the metric worker);
- * each step is one encode and one score: 5–7 steps, a few more when the floor search runs.
+ * Quality "auto": encoder settings chosen from cheap image features (image-features.ts), then a
+ * secant search over Compresso quality for the smallest output whose SSIMULACRA2 against the resized
+ * source reaches the format's target (AUTO_SETTINGS), capped, with a floor (AUTO_FLOOR) that moves
+ * to 4:4:4 chroma and lossless modes when the quality number alone cannot reach it. Typically 2–3
+ * encodes and full-size scores (the bisection it replaces took 6–8).
  */
 export function createAutoEncoder(
   settings: Partial<Record<'jpeg' | 'webp' | 'avif', { target: number; maxQ: number }>> = {},
@@ -73,56 +114,128 @@ export function createAutoEncoder(
   return async (source, options: CompressOptions, format: OutputFormat, encodeAtQuality) => {
     if (FIXED_FORMATS.has(format)) {
       const encoded = await encodeAtQuality(DEFAULT_SCALE_QUALITY);
-      return { encoded, ...(encoded.score !== undefined ? { score: encoded.score } : {}) };
+      return { encoded, ...(encoded.score !== undefined ? { score: encoded.score } : {}), steps: 0 };
     }
-    const { target, maxQ } = all[format as 'jpeg' | 'webp' | 'avif'];
+    const lossy = format as 'jpeg' | 'webp' | 'avif';
+    const { target, maxQ } = all[lossy];
     // 'jpeg' never keeps animation frames, so this is the first frame, oriented and resized exactly
     // as the output will be.
-    const references = await decodeReferences(
-      () => prepare(source, { ...options, strip_exif: true }, 'jpeg'),
-      backgroundsFor(source.hasAlpha, format),
-    );
-    const tried = new Map<number, { encoded: Encoded; score: number }>();
-    const at = async (q: number) => {
-      let hit = tried.get(q);
+    const reference = () => prepare(source, { ...options, strip_exif: true }, 'jpeg');
+    const references = await decodeReferences(reference, backgroundsFor(source.hasAlpha, format));
+    const { width, height, data } = references[0]!.image;
+    // Features from the pixels already decoded for the metric: no second decode and resize.
+    const features = await measureFeatures(sharp(data, { raw: { width, height, channels: 3 } }));
+    const small = Math.min(width, height) < SMALL_IMAGE_SIDE;
+    const synthetic = isSynthetic(features);
+    // Animated WebP stays lossy: lossless animation frames are many times larger.
+    const animated = source.frames > 1 && format === 'webp';
+
+    const trials: Trial[] = [];
+    const key = (q: number, v: EncodeVariant) =>
+      `${q}|${v.chromaSubsampling ?? ''}|${v.lossless ?? false}|${v.nearLossless ?? false}`;
+    const cache = new Map<string, Trial>();
+    const at = async (q: number, variant: EncodeVariant): Promise<Trial> => {
+      let hit = cache.get(key(q, variant));
       if (!hit) {
-        const encoded = await encodeAtQuality(q);
-        hit = { encoded, score: await scoreEncoded(references, encoded.data) };
-        tried.set(q, hit);
+        const encoded = await encodeAtQuality(q, variant);
+        hit = { q, variant, encoded, score: await scoreEncoded(references, encoded.data) };
+        cache.set(key(q, variant), hit);
+        trials.push(hit);
       }
       return hit;
     };
-    /** Smallest q in [lo, hi] (to AUTO_RESOLUTION) whose score reaches `goal`, `first` probed first. */
-    const search = async (lo: number, hi: number, goal: number, first: number) => {
-      const probe = await at(first);
-      if (probe.score >= goal) hi = first;
-      else lo = first + 1;
-      while (hi - lo > AUTO_RESOLUTION) {
-        const mid = Math.floor((lo + hi) / 2);
-        if ((await at(mid)).score >= goal) hi = mid;
-        else lo = mid + 1;
-      }
-      if (!tried.has(hi)) await at(hi);
-    };
-    const smallestReaching = (goal: number) => {
-      const passing = [...tried.values()].filter((t) => t.score >= goal);
+    const smallest = (goal: number, among: Trial[] = trials) => {
+      const passing = among.filter((t) => t.score >= goal);
       // Bytes are not strictly monotonic in quality; of everything that passed, keep the smallest.
       return passing.length === 0
         ? undefined
         : passing.reduce((a, b) => (b.encoded.data.length < a.encoded.data.length ? b : a));
     };
-    // Most photos land near the default, so it is probed first: that halves the bracket at once.
-    await search(AUTO_MIN_Q, maxQ, target, Math.min(DEFAULT_SCALE_QUALITY, maxQ));
-    const found = smallestReaching(target);
-    if (found) return { encoded: found.encoded, score: found.score };
-    // The cap did not reach the target: the cap's own output, if it clears the floor.
-    const cap = tried.get(maxQ);
-    if (cap && cap.score >= AUTO_FLOOR) return { encoded: cap.encoded, score: cap.score };
-    // Even the cap is under the floor: look above it for the floor.
-    await search(maxQ, AUTO_MAX_Q, AUTO_FLOOR, Math.min(AUTO_MAX_Q, maxQ + 4));
-    const floor = smallestReaching(AUTO_FLOOR);
-    if (floor) return { encoded: floor.encoded, score: floor.score };
-    const best = [...tried.values()].reduce((a, b) => (b.score > a.score ? b : a));
-    return { encoded: best.encoded, score: best.score };
+    const done = (t: Trial) => ({ encoded: t.encoded, score: t.score, steps: trials.length });
+
+    /**
+     * Secant search for the smallest q in [lo, hi] reaching `goal`: probe `start`, then step by the
+     * image's own slope (DEFAULT_SLOPE until two points are known), interpolating once a pass and a
+     * fail bracket the goal; stop at a pass within AUTO_TOLERANCE, a bracket of one step, or MAX_STEPS.
+     */
+    const search = async (goal: number, lo: number, hi: number, start: number, variant: EncodeVariant) => {
+      let pass: Trial | undefined;
+      let fail: Trial | undefined;
+      let q = Math.min(hi, Math.max(lo, Math.round(start)));
+      for (let step = 0; step < MAX_STEPS; step++) {
+        const t = await at(q, variant);
+        if (t.score >= goal) {
+          if (!pass || t.q < pass.q) pass = t;
+        } else if (!fail || t.q > fail.q) fail = t;
+        if (pass && pass.score - goal <= AUTO_TOLERANCE) break;
+        if (pass && fail && pass.q - fail.q <= 1) break;
+        let next: number;
+        if (pass && fail) {
+          const slope = (pass.score - fail.score) / (pass.q - fail.q);
+          next = fail.q + Math.ceil((goal + 0.2 - fail.score) / Math.max(slope, 0.05));
+          next = Math.min(pass.q - 1, Math.max(fail.q + 1, next));
+        } else {
+          const [a, b] = trials.filter((x) => x.variant === variant).slice(-2);
+          const measured = a && b && b.q !== a.q ? (b.score - a.score) / (b.q - a.q) : 0;
+          const slope = measured > 0.1 ? measured : DEFAULT_SLOPE;
+          if (pass) {
+            if (pass.q <= lo) break;
+            next = pass.q - Math.max(1, Math.floor((pass.score - goal - 0.2) / slope));
+          } else {
+            if (fail!.q >= hi) break;
+            next = fail!.q + Math.max(1, Math.ceil((goal + 0.3 - fail!.score) / slope));
+          }
+          next = Math.min(hi, Math.max(lo, next));
+        }
+        if (cache.has(key(next, variant))) break;
+        q = next;
+      }
+      return pass;
+    };
+
+    // Small WebP: lossy WebP is 4:2:0 only and no quality of it reached 70 on a 30–110 px photo.
+    if (small && format === 'webp' && !animated) return done(await at(100, { nearLossless: true }));
+    const chroma: ChromaSubsampling | undefined =
+      format === 'webp' ? undefined : synthetic || small ? '4:4:4' : '4:2:0';
+    const primary: EncodeVariant = chroma ? { chromaSubsampling: chroma } : {};
+    const lo = AUTO_MIN_Q;
+    const cap = maxQ;
+
+    // Screenshots and graphics in WebP: lossless is often smaller than any lossy output that keeps
+    // the text clean, and it scores 100 by construction, so it costs an encode but no score.
+    let lossless: Trial | undefined;
+    if (format === 'webp' && synthetic && !animated) {
+      const encoded = await encodeAtQuality(100, { lossless: true });
+      lossless = { q: 100, variant: { lossless: true }, encoded, score: 100 };
+    }
+
+    const start = small ? SMALL_START_Q : START_Q[lossy][synthetic ? 'synthetic' : 'photo'];
+    await search(target, lo, cap, Math.max(lo, start), primary);
+    const withLossless = (t: Trial | undefined) =>
+      lossless && (!t || lossless.encoded.data.length <= t.encoded.data.length) ? lossless : t;
+
+    const found = withLossless(smallest(target));
+    if (found) return done(found);
+    // The cap did not reach the target: the best output at the cap's quality or under, if it clears the floor.
+    const atFloor = withLossless(smallest(AUTO_FLOOR));
+    if (atFloor) return done(atFloor);
+    // Under the floor even at the cap: above the cap first, then 4:4:4 chroma, then lossless.
+    const highest = trials.reduce((a, b) => (b.q > a.q ? b : a));
+    await search(AUTO_FLOOR, cap, AUTO_MAX_Q, Math.min(AUTO_MAX_Q, highest.q + 6), primary);
+    let floor = smallest(AUTO_FLOOR);
+    if (!floor && chroma === '4:2:0') {
+      await search(AUTO_FLOOR, lo, AUTO_MAX_Q, Math.min(AUTO_MAX_Q, highest.q), {
+        chromaSubsampling: '4:4:4',
+      });
+      floor = smallest(AUTO_FLOOR);
+    }
+    if (!floor && format === 'jpeg') {
+      await at(100, { chromaSubsampling: '4:4:4' });
+      floor = smallest(AUTO_FLOOR);
+    }
+    if (!floor && !animated && format !== 'jpeg') floor = await at(100, { lossless: true });
+    if (floor && floor.score >= AUTO_FLOOR) return done(floor);
+    const best = trials.reduce((a, b) => (b.score > a.score ? b : a));
+    return done(best);
   };
 }

@@ -4,13 +4,24 @@ export {
   AUTO_MIN_Q,
   AUTO_SETTINGS,
   AUTO_TARGET,
+  AUTO_TOLERANCE,
   createAutoEncoder,
+  SMALL_IMAGE_SIDE,
 } from './auto.ts';
+export { createBisectionAutoEncoder } from './auto-bisection.ts';
 export { type Detected, detectFormat } from './detect.ts';
-export { AVIF_EFFORT, applyEncoder, type EncodeSettings, WEBP_EFFORT } from './encode.ts';
+export {
+  AVIF_EFFORT,
+  applyEncoder,
+  type ChromaSubsampling,
+  type EncodeSettings,
+  NEAR_LOSSLESS_LEVEL,
+  WEBP_EFFORT,
+} from './encode.ts';
 export { createEngine, type Engine, type EngineConfig, type EngineStats } from './engine.ts';
 export { exifHasGps, stripMetadataLossless } from './exif.ts';
 export { closeHeicDecoder, HEIC_CONCURRENCY, heicDecoderStats } from './heic.ts';
+export { type ImageFeatures, isSynthetic, measureFeatures } from './image-features.ts';
 export { DEFAULT_LIMITS, type EngineLimits, resolveLimits, withTimeLimit } from './limits.ts';
 export {
   ALPHA_BACKGROUNDS,
@@ -22,7 +33,13 @@ export {
   scoreAsync,
   ssimulacra2,
 } from './metric/index.ts';
-export { type AutoEncoder, type OptimizeOutput, PNG_TO_JPEG_MIN_SAVING, prepare } from './optimize.ts';
+export {
+  type AutoEncoder,
+  type EncodeVariant,
+  type OptimizeOutput,
+  PNG_TO_JPEG_MIN_SAVING,
+  prepare,
+} from './optimize.ts';
 export { DEFAULT_SCALE_QUALITY, encoderQuality, scoreForQuality } from './quality.ts';
 export { Semaphore } from './semaphore.ts';
 export { openSource, type Source } from './source.ts';

@@ -5,7 +5,14 @@ import {
   type OutputFormat,
 } from '@compresso/schema';
 import type { Sharp } from 'sharp';
-import { applyEncoder, type EncodeSettings } from './encode.ts';
+import {
+  AVIF_EFFORT,
+  applyEncoder,
+  type ChromaSubsampling,
+  type EncodeSettings,
+  PNG_PALETTE_EFFORT,
+  WEBP_EFFORT,
+} from './encode.ts';
 import { stripMetadataLossless } from './exif.ts';
 import { type EngineLimits, withTimeLimit } from './limits.ts';
 import { backgroundsFor, decodeReferences, scoreEncoded } from './metric/compare.ts';
@@ -32,7 +39,16 @@ interface Encoded {
   quality: number;
   /** SSIMULACRA2 against the source, when one was computed on the way (palette PNG check). */
   score?: number;
+  /** JPEG, AVIF: the chroma subsampling written. */
+  chromaSubsampling?: ChromaSubsampling;
+  /** WebP, AVIF, PNG: true for a lossless output (for PNG: truecolour, not a palette). */
+  lossless?: boolean;
+  /** WebP: near-lossless. */
+  nearLossless?: boolean;
 }
+
+/** Encoder settings besides the quality number that quality "auto" may choose. */
+export type EncodeVariant = Pick<EncodeSettings, 'chromaSubsampling' | 'lossless' | 'nearLossless'>;
 
 /** Formats that can carry every frame of an animation; the others get the first frame. */
 const ANIMATED_FORMATS = new Set<OutputFormat>(['gif', 'webp']);
@@ -80,6 +96,15 @@ async function encode(source: Source, options: CompressOptions, settings: Encode
       height: frames > 1 ? (info.pageHeight ?? Math.round(info.height / frames)) : info.height,
       format: settings.format,
       quality: settings.quality,
+      ...(settings.format === 'jpeg' || (settings.format === 'avif' && !settings.lossless)
+        ? { chromaSubsampling: settings.chromaSubsampling ?? '4:2:0' }
+        : {}),
+      ...(settings.format === 'webp' || settings.format === 'avif' || settings.format === 'png'
+        ? { lossless: settings.lossless ?? false }
+        : {}),
+      ...(settings.format === 'webp' && settings.nearLossless && !settings.lossless
+        ? { nearLossless: true }
+        : {}),
     };
   } catch (error) {
     throw await pipelineFailure(error, source);
@@ -107,18 +132,38 @@ async function encodePng(source: Source, options: CompressOptions, quality: numb
   return score >= scoreForQuality(quality) ? { ...palette, score } : { ...lossless, score: 100 };
 }
 
-async function encodeAt(source: Source, options: CompressOptions, format: OutputFormat, quality: number) {
+async function encodeAt(
+  source: Source,
+  options: CompressOptions,
+  format: OutputFormat,
+  quality: number,
+  variant: EncodeVariant = {},
+) {
   return format === 'png'
     ? encodePng(source, options, quality)
-    : encode(source, options, { format, quality });
+    : encode(source, options, { format, quality, ...variant });
 }
 
 export type AutoEncoder = (
   source: Source,
   options: CompressOptions,
   format: OutputFormat,
-  encodeAtQuality: (quality: number) => Promise<Encoded>,
-) => Promise<{ encoded: Encoded; score?: number }>;
+  encodeAtQuality: (quality: number, variant?: EncodeVariant) => Promise<Encoded>,
+) => Promise<{ encoded: Encoded; score?: number; steps?: number }>;
+
+/** The encoder effort behind an output, as reported in the info. */
+function effortOf(encoded: Encoded): number | undefined {
+  switch (encoded.format) {
+    case 'webp':
+      return WEBP_EFFORT;
+    case 'avif':
+      return AVIF_EFFORT;
+    case 'png':
+      return encoded.lossless ? undefined : PNG_PALETTE_EFFORT;
+    default:
+      return undefined;
+  }
+}
 
 export interface OptimizeContext {
   limits: EngineLimits;
@@ -144,8 +189,10 @@ export async function optimizeImage(
   let format: OutputFormat = options.output_format ?? defaultOutputFormat(inputFormat);
 
   let score: number | undefined;
+  let steps: number | undefined;
   let encoded: Encoded;
-  const encodeAtQuality = (q: number) => encodeAt(source, options, format, q);
+  const encodeAtQuality = (q: number, variant?: EncodeVariant) =>
+    encodeAt(source, options, format, q, variant);
   const run = async (): Promise<Encoded> => {
     if (options.quality === 'auto') {
       if (!context.auto) throw new Error('auto quality needs an AutoEncoder in the engine context');
@@ -156,6 +203,7 @@ export async function optimizeImage(
           throw await pipelineFailure(error, source);
         });
       score = found.score;
+      steps = found.steps;
       return found.encoded;
     }
     const fixed = await encodeAtQuality(options.quality);
@@ -225,6 +273,12 @@ export async function optimizeImage(
     frames: ANIMATED_FORMATS.has(encoded.format) ? source.frames : 1,
   };
   if (score !== undefined) info.score = round1(score);
+  if (encoded.chromaSubsampling) info.chroma_subsampling = encoded.chromaSubsampling;
+  if (encoded.lossless !== undefined) info.lossless = encoded.lossless;
+  if (encoded.nearLossless) info.near_lossless = true;
+  const effort = effortOf(encoded);
+  if (effort !== undefined) info.effort = effort;
+  if (autoQuality && steps !== undefined) info.auto_steps = steps;
   return { data: encoded.data, info };
 }
 

@@ -33,6 +33,32 @@ export const InfoResultSchema = z
       .describe(
         'SSIMULACRA2 score of the output against the (resized) input, when one was computed: 90 visually lossless, 80 very high, 70 high.',
       ),
+    chroma_subsampling: z
+      .enum(['4:2:0', '4:4:4'])
+      .optional()
+      .describe(
+        'JPEG and lossy AVIF: the chroma subsampling written. Quality "auto" picks 4:4:4 for text, sharp colour edges and small images, where 4:2:0 cannot reach its floor.',
+      ),
+    lossless: z
+      .boolean()
+      .optional()
+      .describe(
+        'WebP, AVIF and PNG: true for a lossless output (PNG: truecolour rather than a palette). Quality "auto" may choose lossless WebP for screenshots and graphics when it is smaller, or when no lossy quality reaches its floor.',
+      ),
+    near_lossless: z
+      .boolean()
+      .optional()
+      .describe('WebP: true when written near-lossless (quality "auto" on small images).'),
+    effort: z
+      .int()
+      .nonnegative()
+      .optional()
+      .describe('Encoder effort (WebP method 0–6, AVIF effort 0–9, palette PNG effort 1–10).'),
+    auto_steps: z
+      .int()
+      .nonnegative()
+      .optional()
+      .describe('Quality "auto": how many candidate encodes were scored to choose this output.'),
     metadata_stripped: z.boolean().describe('True when EXIF, XMP and IPTC were removed.'),
     frames: z.int().positive().describe('Number of frames (1 for still images).'),
   })

@@ -317,6 +317,41 @@ describe('POST /api/v1/info', () => {
     expect(info.width).toBe(64);
     expect(res.headers.get('x-output-size')).toBe(String(info.output_size));
   });
+
+  it('quality "auto" reports its score and the encoder settings it chose, in the JSON and as headers', async () => {
+    // A synthetic 240×160 image (flat colours, thin coloured lines): auto writes it at 4:4:4 chroma.
+    const lines = Array.from({ length: 12 }, (_, i) => ({
+      input: {
+        create: { width: 200, height: 1, channels: 3 as const, background: i % 2 ? '#d02020' : '#2040e0' },
+      },
+      top: 20 + i * 10,
+      left: 20,
+    }));
+    const input = await sharp({ create: { width: 240, height: 160, channels: 3, background: '#ffffff' } })
+      .composite(lines)
+      .png()
+      .toBuffer();
+    const res = await fetch(`${srv.url}/api/v1/info`, {
+      method: 'POST',
+      headers: bearer(alice.key),
+      body: form(input, { output_format: 'jpeg', quality: 'auto' }),
+    });
+    expect(res.status).toBe(200);
+    const info = InfoResultSchema.parse(await res.json());
+    expect(info).toMatchObject({ auto_quality: true, chroma_subsampling: '4:4:4' });
+    expect(info.score).toBeGreaterThanOrEqual(70);
+    expect(info.auto_steps).toBeGreaterThan(0);
+    expect(res.headers.get('x-chroma-subsampling')).toBe('4:4:4');
+    expect(res.headers.get('x-score')).toBe(String(info.score));
+    expect(res.headers.get('x-auto-steps')).toBe(String(info.auto_steps));
+    const webp = await fetch(`${srv.url}/api/v1/info`, {
+      method: 'POST',
+      headers: bearer(alice.key),
+      body: form(input, { output_format: 'webp', quality: 'auto' }),
+    });
+    expect(webp.headers.get('x-lossless')).toBe('true');
+    expect(webp.headers.get('x-effort')).toBe('4');
+  });
 });
 
 describe('routing errors', () => {

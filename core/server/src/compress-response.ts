@@ -56,6 +56,11 @@ export function setInfoHeaders(res: Response, info: InfoResult): void {
   res.setHeader('X-Optimized', String(info.optimized));
   res.setHeader('X-Metadata-Stripped', String(info.metadata_stripped));
   if (info.score !== undefined) res.setHeader('X-Score', String(info.score));
+  if (info.chroma_subsampling !== undefined) res.setHeader('X-Chroma-Subsampling', info.chroma_subsampling);
+  if (info.lossless !== undefined) res.setHeader('X-Lossless', String(info.lossless));
+  if (info.near_lossless !== undefined) res.setHeader('X-Near-Lossless', String(info.near_lossless));
+  if (info.effort !== undefined) res.setHeader('X-Effort', String(info.effort));
+  if (info.auto_steps !== undefined) res.setHeader('X-Auto-Steps', String(info.auto_steps));
 }
 
 /** Answer with the compressed bytes, their type, a download name and the facts as headers. */

@@ -79,8 +79,27 @@ const infoHeaderNames = [
   ['X-Height', 'Output height in pixels.'],
   ['X-Input-Format', 'Format of the input.'],
   ['X-Output-Format', 'Format of the output.'],
-  ['X-Quality', 'Quality used (1–100).'],
+  ['X-Input-Width', 'Input width in pixels, after orientation.'],
+  ['X-Input-Height', 'Input height in pixels, after orientation.'],
+  ['X-Quality', 'Quality used (1–100; the one chosen when quality was "auto").'],
+  ['X-Auto-Quality', 'true when quality "auto" chose the quality and settings.'],
   ['X-Optimized', 'false when the input was returned unchanged.'],
+  ['X-Metadata-Stripped', 'true when EXIF, XMP and IPTC were removed.'],
+  [
+    'X-Score',
+    'SSIMULACRA2 of the output against the resized input, when one was computed (always for quality "auto").',
+  ],
+  [
+    'X-Chroma-Subsampling',
+    'JPEG and lossy AVIF: 4:2:0 or 4:4:4 (quality "auto" picks 4:4:4 for text, sharp colour edges and small images).',
+  ],
+  [
+    'X-Lossless',
+    'WebP, AVIF, PNG: true for a lossless output (quality "auto" may choose lossless WebP for screenshots and graphics).',
+  ],
+  ['X-Near-Lossless', 'WebP: true when written near-lossless (quality "auto" on small images).'],
+  ['X-Effort', 'Encoder effort (WebP method, AVIF effort, palette PNG effort), when the format has one.'],
+  ['X-Auto-Steps', 'Quality "auto": candidate encodes scored to choose the output.'],
 ] as const;
 
 const nullable = (type: string, description?: string): Json => ({
