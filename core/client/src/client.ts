@@ -251,6 +251,12 @@ function resultOf(
     requestId: h['x-request-id'],
   };
   if (h['x-score'] !== undefined) result.score = Number(h['x-score']);
+  const chroma = h['x-chroma-subsampling'];
+  if (chroma === '4:2:0' || chroma === '4:4:4') result.chromaSubsampling = chroma;
+  if (h['x-lossless'] !== undefined) result.lossless = h['x-lossless'] === 'true';
+  if (h['x-near-lossless'] !== undefined) result.nearLossless = h['x-near-lossless'] === 'true';
+  if (h['x-effort'] !== undefined) result.effort = numberHeader(h, 'x-effort');
+  if (h['x-auto-steps'] !== undefined) result.autoSteps = numberHeader(h, 'x-auto-steps');
   return result;
 }
 

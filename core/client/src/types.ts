@@ -134,6 +134,16 @@ export interface CompressResult {
   metadataStripped: boolean;
   /** SSIMULACRA2 of the output, when the server computed one. */
   score?: number;
+  /** JPEG, lossy AVIF: the chroma subsampling written (quality 'auto' picks 4:4:4 for text and graphics). */
+  chromaSubsampling?: '4:2:0' | '4:4:4';
+  /** WebP, AVIF, PNG: true for a lossless output. */
+  lossless?: boolean;
+  /** WebP: true when written near-lossless. */
+  nearLossless?: boolean;
+  /** Encoder effort, when the format has one. */
+  effort?: number;
+  /** Quality 'auto': candidate encodes scored. */
+  autoSteps?: number;
   /** MIME type of `data`. */
   contentType: string;
   /** The file name the server suggests (`<input name>.<extension>`). */

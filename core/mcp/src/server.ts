@@ -96,6 +96,11 @@ function facts(result: CompressResult) {
     auto_quality: result.autoQuality,
     optimized: result.optimized,
     ...(result.score !== undefined ? { score: result.score } : {}),
+    ...(result.chromaSubsampling !== undefined ? { chroma_subsampling: result.chromaSubsampling } : {}),
+    ...(result.lossless !== undefined ? { lossless: result.lossless } : {}),
+    ...(result.nearLossless !== undefined ? { near_lossless: result.nearLossless } : {}),
+    ...(result.effort !== undefined ? { effort: result.effort } : {}),
+    ...(result.autoSteps !== undefined ? { auto_steps: result.autoSteps } : {}),
     metadata_stripped: result.metadataStripped,
   };
 }

@@ -187,6 +187,14 @@ def _header_bool(headers: Mapping[str, str], name: str) -> bool:
     return headers[name].strip().lower() == "true"
 
 
+def _optional_bool(headers: Mapping[str, str], name: str) -> Optional[bool]:
+    return _header_bool(headers, name) if name in headers else None
+
+
+def _optional_int(headers: Mapping[str, str], name: str) -> Optional[int]:
+    return _header_int(headers, name) if name in headers else None
+
+
 def _result_from_headers(
     response: _Response, source: _Source, output_path: Optional[str], keep_data: bool
 ) -> CompressResult:
@@ -210,6 +218,11 @@ def _result_from_headers(
             metadata_stripped=_header_bool(h, "x-metadata-stripped"),
             frames=int(frames) if frames is not None else None,
             score=float(score) if score is not None else None,
+            chroma_subsampling=h.get("x-chroma-subsampling"),  # type: ignore[arg-type]
+            lossless=_optional_bool(h, "x-lossless"),
+            near_lossless=_optional_bool(h, "x-near-lossless"),
+            effort=_optional_int(h, "x-effort"),
+            auto_steps=_optional_int(h, "x-auto-steps"),
             output_path=output_path,
             input_path=source.path,
             content_type=h.get("content-type"),

@@ -39,6 +39,7 @@ OutputFormat = Literal["jpeg", "png", "webp", "avif", "gif"]
 InputFormat = Literal["jpeg", "png", "webp", "avif", "gif", "tiff", "heif"]
 #: An integer from 1 to 100 on Compresso's one quality scale, or "auto".
 Quality = Union[int, Literal["auto"]]
+ChromaSubsampling = Literal["4:2:0", "4:4:4"]
 
 OUTPUT_FORMATS: Tuple[str, ...] = ("jpeg", "png", "webp", "avif", "gif")
 INPUT_FORMATS: Tuple[str, ...] = ("jpeg", "png", "webp", "avif", "gif", "tiff", "heif")
@@ -113,6 +114,11 @@ class InfoResult:
     metadata_stripped: bool
     frames: int
     score: Optional[float] = None
+    chroma_subsampling: Optional[ChromaSubsampling] = None
+    lossless: Optional[bool] = None
+    near_lossless: Optional[bool] = None
+    effort: Optional[int] = None
+    auto_steps: Optional[int] = None
 
     @property
     def dimensions(self) -> Tuple[int, int]:
@@ -157,6 +163,11 @@ class CompressResult:
     output_path: Optional[str] = None
     frames: Optional[int] = None
     score: Optional[float] = None
+    chroma_subsampling: Optional[ChromaSubsampling] = None
+    lossless: Optional[bool] = None
+    near_lossless: Optional[bool] = None
+    effort: Optional[int] = None
+    auto_steps: Optional[int] = None
     input_path: Optional[str] = None
     content_type: Optional[str] = None
     request_id: Optional[str] = None
