@@ -6,9 +6,16 @@ export {
   AUTO_TARGET,
   createAutoEncoder,
 } from './auto.ts';
+export { ByteSemaphore } from './byte-semaphore.ts';
 export { type Detected, detectFormat } from './detect.ts';
 export { AVIF_EFFORT, applyEncoder, type EncodeSettings, WEBP_EFFORT } from './encode.ts';
-export { createEngine, type Engine, type EngineConfig, type EngineStats } from './engine.ts';
+export {
+  createEngine,
+  DEFAULT_MEMORY_BUDGET,
+  type Engine,
+  type EngineConfig,
+  type EngineStats,
+} from './engine.ts';
 export { exifHasGps, stripMetadataLossless } from './exif.ts';
 export { closeHeicDecoder, HEIC_CONCURRENCY, heicDecoderStats } from './heic.ts';
 export { DEFAULT_LIMITS, type EngineLimits, resolveLimits, withTimeLimit } from './limits.ts';
