@@ -7,12 +7,13 @@ import {
 } from '@compresso/schema';
 import sharp from 'sharp';
 import { createAutoEncoder } from './auto.ts';
+import { ByteSemaphore } from './byte-semaphore.ts';
 import { closeHeicDecoder } from './heic.ts';
 import { inspectImage } from './inspect.ts';
 import { type EngineLimits, resolveLimits } from './limits.ts';
+import { estimateInspectBytes, estimateOptimizeBytes } from './memory-estimate.ts';
 import { closeMetricPool } from './metric/index.ts';
 import { type AutoEncoder, type OptimizeOutput, optimizeImage } from './optimize.ts';
-import { Semaphore } from './semaphore.ts';
 
 export interface EngineConfig {
   limits?: Partial<EngineLimits>;
@@ -27,14 +28,32 @@ export interface EngineConfig {
    * (1 on glibc without jemalloc unless MALLOC_ARENA_MAX is set, else one per core).
    */
   threadsPerImage?: number;
+  /**
+   * Native memory, in bytes, the images in flight may be expected to hold together (estimated from
+   * each image's header: pixels × what its encoder holds per pixel, AVIF and HEIC the dearest). An
+   * image that does not fit waits in line, first in first out; one larger than the whole budget runs
+   * alone. Default: DEFAULT_MEMORY_BUDGET.
+   */
+  memoryBudget?: number;
   /** Strategy for quality "auto". Default: the SSIMULACRA2 search of auto.ts (`createAutoEncoder()`). */
   auto?: AutoEncoder;
 }
+
+/**
+ * 256 MiB of estimated job memory: two 2048-px WebPs from 12 MP photos (≈ 35 MiB each), or two
+ * 2048-px AVIFs (≈ 90 MiB each), run side by side on a 2-core machine; a 12 MP HEIC (≈ 430 MiB to
+ * decode) runs alone. Chosen with the soak benchmark (test/bench/soak.ts) — see the server README.
+ */
+export const DEFAULT_MEMORY_BUDGET = 256 * 1024 * 1024;
 
 export interface EngineStats {
   active: number;
   waiting: number;
   concurrency: number;
+  /** Estimated bytes held by the images in flight, and asked for by those waiting. */
+  memoryInUse: number;
+  memoryWaiting: number;
+  memoryBudget: number;
   /** libvips threads per image (sharp.concurrency(), process-wide): 1 or the cores, see threadsPerImage. */
   threadsPerImage: number;
 }
@@ -55,33 +74,60 @@ export interface Engine {
 
 export function createEngine(config: EngineConfig = {}): Engine {
   const limits: EngineLimits = resolveLimits(config.limits);
-  const gate = new Semaphore(config.concurrency ?? availableParallelism());
+  const gate = new ByteSemaphore(
+    config.memoryBudget ?? DEFAULT_MEMORY_BUDGET,
+    config.concurrency ?? availableParallelism(),
+  );
   if (config.threadsPerImage !== undefined) sharp.concurrency(config.threadsPerImage);
   // libvips keeps recently used operations; files: 0 because inputs are buffers, and an fd cache
   // only holds descriptors open.
   sharp.cache({ memory: 64, files: 0, items: 100 });
   const context = { limits, auto: config.auto ?? createAutoEncoder() };
+  // Every call from the moment it is made: an image is estimated (an await on its header) before it
+  // queues for the budget, and close() must wait for those too, not only for the ones admitted.
+  const inFlight = new Set<Promise<unknown>>();
+  const track = <T>(work: Promise<T>): Promise<T> => {
+    inFlight.add(work);
+    work.then(
+      () => inFlight.delete(work),
+      () => inFlight.delete(work),
+    );
+    return work;
+  };
   return {
     limits,
-    // async, so a bad option arrives as a rejection like every other failure, never a sync throw.
-    async optimize(input, options) {
-      const parsed = parseCompressOptions(options ?? {});
-      return gate.run(() => optimizeImage(input, parsed, context));
+    optimize(input, options) {
+      return track(
+        // async, so a bad option arrives as a rejection like every other failure, never a sync throw.
+        (async () => {
+          const parsed = parseCompressOptions(options ?? {});
+          // Estimated from the header before admission; a non-buffer counts 0 and is refused inside.
+          const bytes = input instanceof Uint8Array ? await estimateOptimizeBytes(input, parsed, limits) : 0;
+          return gate.run(bytes, () => optimizeImage(input, parsed, context));
+        })(),
+      );
     },
     inspect(input) {
-      return gate.run(() => inspectImage(input, limits));
+      return track(
+        (async () => {
+          const bytes = input instanceof Uint8Array ? estimateInspectBytes(input, limits) : 0;
+          return gate.run(bytes, () => inspectImage(input, limits));
+        })(),
+      );
     },
     stats() {
       return {
         active: gate.active,
         waiting: gate.waiting,
-        concurrency: gate.limit,
+        concurrency: gate.maxHolders,
+        memoryInUse: gate.inUse,
+        memoryWaiting: gate.waitingBytes,
+        memoryBudget: gate.budget,
         threadsPerImage: sharp.concurrency(),
       };
     },
     async close() {
-      // Taking every slot means every image already admitted has finished.
-      await Promise.all(Array.from({ length: gate.limit }, () => gate.run(async () => {})));
+      while (inFlight.size) await Promise.allSettled([...inFlight]);
       await Promise.all([closeHeicDecoder(), closeMetricPool()]);
     },
   };

@@ -9,6 +9,7 @@ export {
   SMALL_IMAGE_SIDE,
 } from './auto.ts';
 export { createBisectionAutoEncoder } from './auto-bisection.ts';
+export { ByteSemaphore } from './byte-semaphore.ts';
 export { type Detected, detectFormat } from './detect.ts';
 export {
   AVIF_EFFORT,
@@ -18,7 +19,13 @@ export {
   NEAR_LOSSLESS_LEVEL,
   WEBP_EFFORT,
 } from './encode.ts';
-export { createEngine, type Engine, type EngineConfig, type EngineStats } from './engine.ts';
+export {
+  createEngine,
+  DEFAULT_MEMORY_BUDGET,
+  type Engine,
+  type EngineConfig,
+  type EngineStats,
+} from './engine.ts';
 export { exifHasGps, stripMetadataLossless } from './exif.ts';
 export { closeHeicDecoder, HEIC_CONCURRENCY, heicDecoderStats } from './heic.ts';
 export { type ImageFeatures, isSynthetic, measureFeatures } from './image-features.ts';

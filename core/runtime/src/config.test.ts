@@ -34,6 +34,15 @@ describe('loadConfig', () => {
     expect(loadConfig(env, { port: 0 }).port).toBe(0);
   });
 
+  it('reads the engine memory budget in MiB (256 by default) and refuses one too small to run an image', () => {
+    expect(loadConfig({}).memoryBudgetMiB).toBe(256);
+    expect(loadConfig({ COMPRESSO_MEMORY_BUDGET_MB: '1024' }).memoryBudgetMiB).toBe(1024);
+    expect(() => loadConfig({ COMPRESSO_MEMORY_BUDGET_MB: '8' })).toThrow(
+      /COMPRESSO_MEMORY_BUDGET_MB: .*"8"/,
+    );
+    expect(() => loadConfig({ COMPRESSO_MEMORY_BUDGET_MB: '1.5GB' })).toThrow(/COMPRESSO_MEMORY_BUDGET_MB/);
+  });
+
   it('lists every problem in one message, naming the variable and the value', () => {
     let error: unknown;
     try {

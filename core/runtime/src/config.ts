@@ -46,6 +46,12 @@ export interface Config {
   visitorDailyLimit: number;
   /** Images processed at once by the engine (COMPRESSO_CONCURRENCY); default: the engine's (cores). */
   concurrency: number | undefined;
+  /**
+   * Native memory, in MiB, the images in flight may be estimated to hold together
+   * (COMPRESSO_MEMORY_BUDGET_MB). Images that do not fit wait in line; one larger than the budget runs
+   * alone. 256: measured with the soak benchmark (server README, "Memory").
+   */
+  memoryBudgetMiB: number;
   /** Longest wait for in-flight requests on SIGINT/SIGTERM, in ms (COMPRESSO_SHUTDOWN_TIMEOUT_MS). */
   shutdownTimeoutMs: number;
   /** Redis URL for the BullMQ job queue (REDIS_URL); unset means the in-process queue. */
@@ -214,6 +220,7 @@ const ConfigSchema = z.object({
   proDailyLimit: intFrom(1, 100_000_000).default(500),
   visitorDailyLimit: intFrom(0, 1_000_000).default(20),
   concurrency: intFrom(1, 256).optional(),
+  memoryBudgetMiB: intFrom(16, 1024 * 1024).default(256),
   shutdownTimeoutMs: intFrom(0, 600_000).default(30_000),
   redisUrl: z
     .string()
@@ -280,6 +287,7 @@ export const CONFIG_ENV: Record<keyof Config, string> = {
   proDailyLimit: 'COMPRESSO_PRO_DAILY_LIMIT',
   visitorDailyLimit: 'COMPRESSO_VISITOR_DAILY_LIMIT',
   concurrency: 'COMPRESSO_CONCURRENCY',
+  memoryBudgetMiB: 'COMPRESSO_MEMORY_BUDGET_MB',
   shutdownTimeoutMs: 'COMPRESSO_SHUTDOWN_TIMEOUT_MS',
   redisUrl: 'REDIS_URL',
   queuePrefix: 'COMPRESSO_QUEUE_PREFIX',

@@ -1,4 +1,4 @@
-import { createEngine } from '@compresso/engine';
+import { createEngine, DEFAULT_MEMORY_BUDGET } from '@compresso/engine';
 import { inlineQueue } from '@compresso/runtime';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -123,6 +123,9 @@ describe('GET /metrics', () => {
     expect(sample(text, 'compresso_sharp_threads_per_image')).toBe(sharp.concurrency());
     expect(sample(text, 'compresso_engine_images', { state: 'active' })).toBe(0);
     expect(sample(text, 'compresso_engine_images', { state: 'waiting' })).toBe(0);
+    expect(sample(text, 'compresso_engine_memory_budget_bytes')).toBe(DEFAULT_MEMORY_BUDGET);
+    expect(sample(text, 'compresso_engine_memory_bytes', { state: 'in_use' })).toBe(0);
+    expect(sample(text, 'compresso_engine_memory_bytes', { state: 'waiting' })).toBe(0);
     expect(sample(text, 'compresso_heic_decoder_images', { state: 'running' })).toBe(0);
     expect(sample(text, 'compresso_process_resident_memory_bytes')).toBeGreaterThan(10 * 1024 * 1024);
     expect(text).toContain('# TYPE compresso_http_request_duration_seconds histogram');

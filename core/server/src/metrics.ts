@@ -90,6 +90,25 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     },
   });
   new Gauge({
+    name: 'compresso_engine_memory_bytes',
+    help: 'Estimated native memory of the images in the engine: state="in_use" admitted, state="waiting" queued for room in the budget.',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const stats = engine.stats();
+      this.set({ state: 'in_use' }, stats.memoryInUse);
+      this.set({ state: 'waiting' }, stats.memoryWaiting);
+    },
+  });
+  new Gauge({
+    name: 'compresso_engine_memory_budget_bytes',
+    help: 'Estimated native memory the images in flight may hold together (COMPRESSO_MEMORY_BUDGET_MB).',
+    registers: [registry],
+    collect() {
+      this.set(engine.stats().memoryBudget);
+    },
+  });
+  new Gauge({
     name: 'compresso_sharp_threads_per_image',
     help: 'libvips threads per image (sharp.concurrency()): 1 on glibc unless MALLOC_ARENA_MAX is set, else the cores.',
     registers: [registry],

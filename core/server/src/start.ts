@@ -79,6 +79,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const engine = createEngine({
     limits: { maxInputBytes: config.maxUploadBytes },
     ...(config.concurrency ? { concurrency: config.concurrency } : {}),
+    memoryBudget: config.memoryBudgetMiB * 1024 * 1024,
   });
   const queue = await openQueue(config);
   const blobs = await openBlobStore(config);

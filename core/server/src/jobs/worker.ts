@@ -128,6 +128,7 @@ export async function startWorker(options: StartWorkerOptions = {}): Promise<Run
   const engine = createEngine({
     limits: { maxInputBytes: config.maxUploadBytes },
     ...(config.concurrency ? { concurrency: config.concurrency } : {}),
+    memoryBudget: config.memoryBudgetMiB * 1024 * 1024,
   });
   const stopLogging = logQueueErrors(queue, logger);
   const concurrency = options.concurrency ?? config.workerConcurrency;
