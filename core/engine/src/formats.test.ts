@@ -1,5 +1,5 @@
 import sharp from 'sharp';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createEngine } from './engine.ts';
 import { corpus } from './test-support/corpus.ts';
 import { animated, animatedGif, noise } from './test-support/fixtures.ts';
@@ -104,25 +104,26 @@ describe('transparency', () => {
 describe('concurrency', () => {
   it('runs at most `concurrency` images at once; the rest wait in the engine', async () => {
     const one = createEngine({ concurrency: 1 });
-    const input = await noise(256, 256).png().toBuffer();
+    // Large enough that one encode outlasts the other two calls' header reads by far, so the state
+    // "one runs, two wait" is there to be seen.
+    const input = await noise(1024, 1024).png().toBuffer();
     const seen: { active: number; waiting: number }[] = [];
     const jobs = [0, 1, 2].map(() => one.optimize(input, { output_format: 'webp' }));
-    // The gate is taken synchronously on call: one runs, two wait.
+    // Each call reads its header (the memory estimate) before it takes the gate: once all three have,
+    // one runs and two wait.
+    await vi.waitFor(() => expect(one.stats()).toMatchObject({ active: 1, waiting: 2 }), { timeout: 10_000 });
     seen.push(one.stats());
-    expect(one.stats()).toEqual({
-      active: 1,
-      waiting: 2,
-      concurrency: 1,
-      threadsPerImage: sharp.concurrency(),
-    });
+    expect(one.stats()).toMatchObject({ concurrency: 1, threadsPerImage: sharp.concurrency() });
     const timer = setInterval(() => seen.push(one.stats()), 1);
     await Promise.all(jobs);
     clearInterval(timer);
-    expect(one.stats()).toEqual({
+    expect(one.stats()).toMatchObject({
       active: 0,
       waiting: 0,
       concurrency: 1,
       threadsPerImage: sharp.concurrency(),
+      memoryInUse: 0,
+      memoryWaiting: 0,
     });
     expect(Math.max(...seen.map((s) => s.active))).toBe(1);
     expect(Math.max(...seen.map((s) => s.waiting))).toBeGreaterThanOrEqual(1);
