@@ -39,6 +39,7 @@ describe('npm run bench:soak', () => {
     expect(result.samples.length).toBeGreaterThan(1);
     expect(result.peak_rss_mib).toBeGreaterThanOrEqual(Math.max(...result.samples.map((s) => s.rss_mib)));
     expect(result.requests_per_second).toBeGreaterThan(0);
+    expect(result.cpu_ms_per_request).toBeGreaterThan(0);
     // Read from the server's /metrics, not computed here.
     expect(result.metrics_end_of_load['compresso_nodejs_heap_size_used_bytes']).toBeGreaterThan(0);
     expect(result.metrics_after_idle['compresso_engine_memory_bytes{state="in_use"}']).toBe(0);

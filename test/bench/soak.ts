@@ -206,6 +206,18 @@ function procStatus(pid: number): { rss: number; hwm: number } | undefined {
   }
 }
 
+/**
+ * CPU seconds the server has used (user + system, /proc/<pid>/stat, in clock ticks of 1/100 s on
+ * Linux). On a shared machine wall-clock throughput swings with the neighbours' load; CPU per request
+ * is what the server itself spent, and compares runs made under different load.
+ */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime are fields 14 and 15 of the line, 12 and 13 after the command name.
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 function cli(repo: string, env: NodeJS.ProcessEnv, ...argv: string[]): string {
   const r = spawnSync(process.execPath, [join(repo, 'core/cli/src/bin.ts'), ...argv], {
     env,
@@ -292,6 +304,10 @@ export interface SoakResult {
   };
   seconds: number;
   requests_per_second: number;
+  /** Server CPU (user + system) per request over the load, in ms: comparable across machine load. */
+  cpu_ms_per_request: number;
+  /** Load average over the last minute when the load ended (other processes on the machine). */
+  loadavg_at_end_of_load: number;
   status_counts: Record<string, number>;
   server_errors: number;
   /** Answers that differ from what the input deserves (a 4xx for a good image, a 200 for a bad one). */
@@ -370,6 +386,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     let done = 0;
     let next = 0;
     const loadStart = performance.now();
+    const cpuStart = cpuSeconds(pid);
     await Promise.all(
       Array.from({ length: options.concurrency }, async () => {
         while (next < options.requests) {
@@ -413,8 +430,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       }),
     );
     const seconds = (performance.now() - loadStart) / 1000;
+    const cpuUsed = cpuSeconds(pid) - cpuStart;
     sample();
     const rssAtEnd = samples[samples.length - 1]!.rss_mib;
+    const loadAtEnd = Math.round(loadavg()[0]! * 100) / 100;
     const metricsEndOfLoad = await readMetrics();
 
     phase = 'idle';
@@ -461,6 +480,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       },
       seconds: Math.round(seconds * 10) / 10,
       requests_per_second: Math.round((options.requests / seconds) * 100) / 100,
+      cpu_ms_per_request: Math.round((cpuUsed * 1000) / options.requests),
+      loadavg_at_end_of_load: loadAtEnd,
       status_counts: statusCounts,
       server_errors: serverErrors,
       unexpected,
@@ -521,7 +542,8 @@ export function soakMarkdown(r: SoakResult): string {
     '',
     '| measure | value |',
     '| --- | ---: |',
-    `| requests/s | ${r.requests_per_second} (${r.seconds} s) |`,
+    `| requests/s | ${r.requests_per_second} (${r.seconds} s; load average ${r.loadavg_at_end_of_load} at the end) |`,
+    `| server CPU per request | ${r.cpu_ms_per_request} ms |`,
     `| 5xx or no answer | ${r.server_errors} |`,
     `| answers not what the input deserves | ${r.unexpected} |`,
     `| peak RSS (VmHWM) | ${r.peak_rss_mib} MiB |`,
