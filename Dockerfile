@@ -2,14 +2,10 @@
 # stripping): there is no build step. Used by docker-compose.yml.
 FROM node:24-bookworm-slim
 WORKDIR /app
-# jemalloc as the allocator, as scripts/with-jemalloc.sh sets it for `npm start`: libvips' freed pixel
-# buffers go back to the system within seconds instead of staying in glibc's arenas (measured in
-# core/server/README.md, Memory). The link gives one path on every architecture.
-RUN apt-get update && apt-get install -y --no-install-recommends libjemalloc2 \
-  && rm -rf /var/lib/apt/lists/* \
-  && ln -s "$(ls /usr/lib/*/libjemalloc.so.2 | head -n 1)" /usr/local/lib/libjemalloc.so.2
-ENV NODE_ENV=production LD_PRELOAD=/usr/local/lib/libjemalloc.so.2 \
-  MALLOC_CONF=background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0
+# glibc malloc as scripts/with-allocator.sh sets it for `npm start`: two arenas and a fixed 128 KiB mmap
+# threshold, so libvips' freed pixel buffers go back to the system at once instead of staying in the
+# arenas (measured against jemalloc in core/server/README.md, Memory).
+ENV NODE_ENV=production MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072
 COPY . .
 # --ignore-scripts: the root `prepare` builds the Node client and MCP bundles with dev tools that
 # --omit=dev leaves out, and the server does not need them; sharp uses its prebuilt package.

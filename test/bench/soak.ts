@@ -346,8 +346,15 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     METRICS_TOKEN: metricsToken,
   };
   // What the parent shell exported must not change the server's settings: the start script decides.
-  delete env['MALLOC_ARENA_MAX'];
-  delete env['LD_PRELOAD'];
+  for (const name of [
+    'MALLOC_ARENA_MAX',
+    'MALLOC_MMAP_THRESHOLD_',
+    'MALLOC_TRIM_THRESHOLD_',
+    'MALLOC_CONF',
+    'LD_PRELOAD',
+  ]) {
+    delete env[name];
+  }
   let server: ChildProcess | undefined;
   try {
     const kinds = await buildMix(work);

@@ -25,7 +25,7 @@ export interface EngineConfig {
   concurrency?: number;
   /**
    * libvips worker threads per image (sharp.concurrency, process-wide). Default: left to sharp
-   * (1 on glibc without jemalloc unless MALLOC_ARENA_MAX is set, else one per core).
+   * (1 on glibc unless MALLOC_ARENA_MAX is set or jemalloc preloaded, else one per core).
    */
   threadsPerImage?: number;
   /**
@@ -79,9 +79,11 @@ export function createEngine(config: EngineConfig = {}): Engine {
     config.concurrency ?? availableParallelism(),
   );
   if (config.threadsPerImage !== undefined) sharp.concurrency(config.threadsPerImage);
-  // libvips keeps recently used operations; files: 0 because inputs are buffers, and an fd cache
-  // only holds descriptors open.
-  sharp.cache({ memory: 64, files: 0, items: 100 });
+  // No libvips operation cache: every input is a new buffer, so cached operations are never hit again,
+  // yet each one pins its pixels until evicted (up to 64 MiB with sharp's defaults) — memory a server
+  // holds at rest for nothing. Auto's repeated encodes reuse decoded pixels of their own. Measured with
+  // the soak: 25 MiB less at rest, the same CPU a request (core/server/README.md, Memory).
+  sharp.cache(false);
   const context = { limits, auto: config.auto ?? createAutoEncoder() };
   // Every call from the moment it is made: an image is estimated (an await on its header) before it
   // queues for the budget, and close() must wait for those too, not only for the ones admitted.
