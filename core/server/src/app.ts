@@ -232,7 +232,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   // First of the web routers: its session middleware sets res.locals.session for the ones after it.
   app.use(accountRouter({ db, logger, config, now }));
-  app.use(compressorRouter({ engine, db, logger, config, uploadLimits }));
+  app.use(compressorRouter({ engine, db, logger, config, uploadLimits, now }));
   // After the session middleware, so the reference's navigation shows who is signed in.
   const docsBody = docsContent(document);
   app.get('/api/v1/docs', (_req, res) => {

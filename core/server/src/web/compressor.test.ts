@@ -86,8 +86,14 @@ describe('visitorNetwork', () => {
 
 describe('POST /web/compress for visitors', () => {
   let server: TestServer;
+  // The app's clock, so a run that crosses 00:00 UTC counts on the day the test reads.
+  let clock = new Date('2026-11-22T12:00:00.000Z');
   beforeAll(async () => {
-    server = await startTestServer({ dbPath: ':memory:', overrides: { visitorDailyLimit: 2 } });
+    server = await startTestServer({
+      dbPath: ':memory:',
+      overrides: { visitorDailyLimit: 2 },
+      now: () => clock,
+    });
   });
   afterAll(async () => {
     await server.close();
@@ -117,13 +123,36 @@ describe('POST /web/compress for visitors', () => {
       /free allowance of 2 images a day is used up; it resets at 00:00 UTC \(\d{4}-\d\d-\d\dT00:00:00\.000Z\)/,
     );
     expect(error.details).toMatchObject({ limit: 2, used: 2 });
-    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
-    expect(await server.db.visitorUsageOn(visitorKey('127.0.0.2'), quotaDay())).toBe(2);
+    expect(refused.headers['retry-after']).toBe('43200');
+    expect(error.details).toMatchObject({ resets_at: '2026-11-23T00:00:00.000Z' });
+    expect(await server.db.visitorUsageOn(visitorKey('127.0.0.2'), quotaDay(clock))).toBe(2);
 
     // Another network has its own allowance.
     const other = await send('127.0.0.3');
     expect(other.status).toBe(200);
     expect(other.headers['ratelimit-remaining']).toBe('1');
+  });
+
+  it('turns at 00:00 UTC on the app clock: a used-up allowance is whole again', async () => {
+    const jpeg = await smallJpeg();
+    const credentials = await pageCredentials(server.url);
+    const send = () => postFrom(`${server.url}/web/compress`, form(jpeg), credentials, '127.0.0.9');
+    clock = new Date('2026-11-22T23:59:59.000Z');
+    try {
+      expect((await send()).status).toBe(200);
+      expect((await send()).status).toBe(200);
+      const refused = await send();
+      expect(refused.status).toBe(429);
+      expect(refused.headers['retry-after']).toBe('1');
+
+      clock = new Date('2026-11-23T00:00:00.000Z');
+      const fresh = await send();
+      expect(fresh.status).toBe(200);
+      expect(fresh.headers['ratelimit-remaining']).toBe('1');
+      expect(await server.db.visitorUsageOn(visitorKey('127.0.0.9'), '2026-11-23')).toBe(1);
+    } finally {
+      clock = new Date('2026-11-22T12:00:00.000Z');
+    }
   });
 
   it('counts a refused image (a bad option) like the API does, and answers the refusal in the one error shape', async () => {
@@ -163,7 +192,9 @@ describe('POST /web/compress for visitors', () => {
 
 describe('POST /web/compress refuses cross-site requests', () => {
   it('without the CSRF token, with a token for another cookie, from another site or origin: 403 FORBIDDEN, nothing counted', async () => {
-    const server = await startTestServer({ dbPath: ':memory:' });
+    // A stopped clock: the day counted and the day read are the same even across 00:00 UTC.
+    const at = new Date();
+    const server = await startTestServer({ dbPath: ':memory:', now: () => at });
     try {
       const jpeg = await smallJpeg();
       const mine = await pageCredentials(server.url);
@@ -183,7 +214,7 @@ describe('POST /web/compress refuses cross-site requests', () => {
         expect(error.code).toBe('FORBIDDEN');
         expect(error.message).toMatch(/CSRF|another (site|origin)/);
       }
-      expect(await server.db.visitorUsageOn(visitorKey('127.0.0.1'), quotaDay())).toBe(0);
+      expect(await server.db.visitorUsageOn(visitorKey('127.0.0.1'), quotaDay(at))).toBe(0);
       // The page's own request: same origin, its token and cookie.
       const ok = await fetch(`${server.url}/web/compress`, {
         method: 'POST',
@@ -218,10 +249,14 @@ describe('POST /web/compress with the allowance turned off', () => {
 
 describe('POST /web/compress signed in', () => {
   let server: TestServer;
+  // A stopped clock (today's date, so cookies are not born expired): the day the quota counts and
+  // the day the test reads stay the same even when the run crosses 00:00 UTC.
+  const at = new Date();
   beforeAll(async () => {
     server = await startTestServer({
       dbPath: ':memory:',
       overrides: { proDailyLimit: 2, visitorDailyLimit: 5 },
+      now: () => at,
     });
   });
   afterAll(async () => {
@@ -264,20 +299,20 @@ describe('POST /web/compress signed in', () => {
     const anonymous = await pageCredentials(server.url);
     const wrong = await upload({ ...credentials, 'x-csrf-token': anonymous['x-csrf-token']! });
     expect(wrong.status).toBe(403);
-    expect(await server.db.usageOn(account.id, quotaDay())).toBe(0);
+    expect(await server.db.usageOn(account.id, quotaDay(at))).toBe(0);
 
     const first = await upload(credentials);
     expect(first.status).toBe(200);
     expect(first.headers.get('x-allowance')).toBe('account');
     expect(first.headers.get('ratelimit-limit')).toBe('2');
-    expect(await server.db.usageOn(account.id, quotaDay())).toBe(1);
+    expect(await server.db.usageOn(account.id, quotaDay(at))).toBe(1);
     expect((await upload(credentials)).status).toBe(200);
     const over = await upload(credentials);
     expect(over.status).toBe(429);
     expect(((await over.json()) as ErrorBody).error.message).toMatch(
       /daily quota of 2 requests \(shared with your API keys\) is used up; it resets at 00:00 UTC/,
     );
-    expect(await server.db.visitorUsageOn(visitorKey('127.0.0.1'), quotaDay())).toBe(0);
+    expect(await server.db.visitorUsageOn(visitorKey('127.0.0.1'), quotaDay(at))).toBe(0);
     const page = await (await fetch(`${server.url}/`, { headers: { cookie } })).text();
     expect(page).toContain('Pro plan: 0 of 2 requests left today');
     const accountPage = await (await fetch(`${server.url}/account`, { headers: { cookie } })).text();
@@ -293,7 +328,7 @@ describe('POST /web/compress signed in', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('x-allowance')).toBe('visitor');
     expect(res.headers.get('ratelimit-limit')).toBe('5');
-    expect(await server.db.usageOn(account.id, quotaDay())).toBe(0);
-    expect(await server.db.visitorUsageOn(visitorKey('127.0.0.1'), quotaDay())).toBe(1);
+    expect(await server.db.usageOn(account.id, quotaDay(at))).toBe(0);
+    expect(await server.db.visitorUsageOn(visitorKey('127.0.0.1'), quotaDay(at))).toBe(1);
   });
 });

@@ -29,6 +29,8 @@ export interface CompressorDeps {
   config: Config;
   /** The app's upload limits and memory budget: web uploads share them with the API's. */
   uploadLimits: UploadLimits;
+  /** The clock the allowance's day is read from (the app's, shared with the API quota). */
+  now?: () => Date;
 }
 
 /**
@@ -196,6 +198,7 @@ ${allowanceHtml(view, config.proDailyLimit)}
 
 export function compressorRouter(deps: CompressorDeps): express.Router {
   const { engine, db, logger, config, uploadLimits } = deps;
+  const clock = deps.now ?? (() => new Date());
   const router = express.Router();
   // fflate's ES module build for browsers, served from node_modules: no CDN, no build step.
   const fflate = readFileSync(
@@ -241,7 +244,7 @@ export function compressorRouter(deps: CompressorDeps): express.Router {
   };
 
   router.get('/', async (req, res) => {
-    const now = new Date();
+    const now = clock();
     const allowance = await allowanceFor(req, res, now);
     const view: AllowanceView = {
       kind: allowance.kind,
@@ -266,7 +269,7 @@ export function compressorRouter(deps: CompressorDeps): express.Router {
   });
 
   router.post('/web/compress', sameSiteOnly, verifyCsrf, async (req, res) => {
-    const now = new Date();
+    const now = clock();
     const allowance = await allowanceFor(req, res, now);
     const reset = secondsUntilReset(now);
     const resetsAt = nextReset(now).toISOString();
