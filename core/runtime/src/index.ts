@@ -21,7 +21,19 @@ export {
 // bullmqQueue() is reached through openQueue (REDIS_URL) or the '@compresso/runtime/bullmq' entry, never from
 // here, so bullmq and ioredis load only in processes that use Redis.
 export type { BullmqQueueOptions } from './bullmq-queue.ts';
-export { CONFIG_ENV, type Config, ConfigError, loadConfig } from './config.ts';
+export {
+  type AppConfigDefinition,
+  type AppConfigLoader,
+  CONFIG_ENV,
+  type Config,
+  ConfigError,
+  type ConfigField,
+  type ConfigFields,
+  type ConfigRule,
+  type ConfigValues,
+  defineConfig,
+  loadConfig,
+} from './config.ts';
 export {
   type Account,
   type ApiKeyRecord,
