@@ -80,6 +80,12 @@ export { isPlanId, nextReset, PLAN_IDS, type Plan, planOf, quotaDay, secondsUnti
 // entry, never from here: every CLI start imports this index, and the driver should load only when used.
 export type { PostgresOptions } from './postgres.ts';
 export {
+  type ProcessContext,
+  type RunningProcess,
+  type StartProcessOptions,
+  startProcess,
+} from './process.ts';
+export {
   type AddJobOptions,
   backoffDelay,
   type CloseWorkerOptions,
@@ -100,4 +106,5 @@ export {
 } from './queue.ts';
 // s3BlobStore() too: openBlobStore (S3_BUCKET) or the '@compresso/runtime/s3' entry.
 export type { S3BlobStoreOptions } from './s3-blob-store.ts';
+export { exitOnSignals } from './signals.ts';
 export { type SqliteOptions, sqliteDatabase } from './sqlite.ts';
