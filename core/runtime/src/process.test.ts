@@ -42,7 +42,8 @@ function runFixture(env: Record<string, string>) {
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': the process can end before its last output has been read from the pipe.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return {
     child,
     exited,
@@ -213,6 +214,35 @@ describe('startProcess in this process', () => {
     await expect(
       startProcess({ name: 'bad', env: { PORT: 'x' }, loadConfig: load, start: async () => {} }),
     ).rejects.toBeInstanceOf(ConfigError);
+  });
+
+  it("opens the database with an integration's migrations applied", async () => {
+    const running = await startProcess({
+      name: 'extended',
+      env: { COMPRESSO_DATA_DIR: join(dir, 'extended') },
+      logger: silent(),
+      handleSignals: false,
+      database: {
+        migrations: [
+          {
+            namespace: 'notes',
+            sqlite: [{ version: 1, sql: 'CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)' }],
+            postgres: [
+              { version: 1, sql: 'CREATE TABLE notes (id integer PRIMARY KEY, body text NOT NULL)' },
+            ],
+          },
+        ],
+      },
+      async start() {},
+    });
+    try {
+      const { backend } = running.db;
+      if (backend.kind !== 'sqlite') throw new Error('expected the embedded database');
+      backend.sql.run('INSERT INTO notes (id, body) VALUES (?, ?)', 1, 'kept');
+      expect(backend.sql.get('SELECT body FROM notes WHERE id = ?', 1)).toEqual({ body: 'kept' });
+    } finally {
+      await running.close();
+    }
   });
 
   it('keeps closing after one closer fails, then reports the failure', async () => {
