@@ -3,10 +3,10 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appDir, installBuild, PHOTO, REPO } from '../core/client/src/test-support.ts';
-import { proAccount, startTestServer, type TestServer } from '../core/server/src/test-helpers.ts';
 
 /**
  * The root README's code: its two commands are what every other suite and .ci/run exercise; the

@@ -3,9 +3,9 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { proAccount, startTestServer, type TestServer } from '../../core/server/src/test-helpers.ts';
 
 // The curl examples, run as a user runs them: the real scripts, the real curl, a real server.
 const run = promisify(execFile);

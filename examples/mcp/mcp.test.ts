@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PHOTO, workDir } from '../../core/mcp/src/test-support.ts';
-import { proAccount, startTestServer, type TestServer } from '../../core/server/src/test-helpers.ts';
 
 // The documented MCP client configuration, run as an MCP client runs it: exactly its command and
 // arguments, its environment (with a real key and server filled in), against a real server.

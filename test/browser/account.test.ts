@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createAccount, createPromoCode } from '@compresso/runtime';
+import { signupTokenFromLog, startTestServer, type TestServer } from '@compresso/server/testing';
 import type { Browser } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signupTokenFromLog, startTestServer, type TestServer } from '../../core/server/src/test-helpers.ts';
 import {
   CORPUS,
   corpusFile,

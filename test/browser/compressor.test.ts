@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { startTestServer, type TestServer } from '@compresso/server/testing';
 import { unzipSync } from 'fflate';
 import type { Browser, FileChooser, Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../../core/server/src/test-helpers.ts';
 import {
   corpusFile,
   dropFiles,

@@ -3,10 +3,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 
-/** The runtime README's queue-and-blobs example runs as written, on the embedded backends and on BullMQ. */
+/**
+ * The runtime README's examples run as written: queue-and-blobs on the embedded backends and on
+ * BullMQ, app-process (startProcess with an app's own settings and tables) on the embedded ones.
+ */
 const repo = resolve(import.meta.dirname, '../..');
 const REDIS_URL = process.env.COMPRESSO_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = `cmp-readme-${randomBytes(4).toString('hex')}`;
@@ -20,18 +24,18 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-const block = () => {
+const block = (name: string) => {
   const readme = readFileSync(join(repo, 'core/runtime/README.md'), 'utf8');
-  const code = /<!-- run: queue-and-blobs[^>]*-->\s*```ts\n([\s\S]*?)```/.exec(readme)?.[1];
-  if (!code) throw new Error('core/runtime/README.md has no "run: queue-and-blobs" block');
+  const code = new RegExp(`<!-- run: ${name}[^>]*-->\\s*\`\`\`ts\\n([\\s\\S]*?)\`\`\``).exec(readme)?.[1];
+  if (!code) throw new Error(`core/runtime/README.md has no "run: ${name}" block`);
   return code;
 };
 
-const run = (env: Record<string, string>) =>
+const run = (env: Record<string, string>, name = 'queue-and-blobs') =>
   new Promise<string>((done, fail) => {
     execFile(
       process.execPath,
-      ['--input-type=module-typescript', '-e', block()],
+      ['--input-type=module-typescript', '-e', block(name)],
       { cwd: repo, env: { PATH: process.env.PATH ?? '', ...env }, timeout: 30_000 },
       (error, stdout, stderr) =>
         error ? fail(new Error(`${error.message}\n${stderr}`)) : done(stdout.trim()),
@@ -54,5 +58,25 @@ describe('core/runtime README', () => {
       COMPRESSO_QUEUE_PREFIX: prefix,
     });
     expect(out).toBe("bullmq completed { out: 'uploads/1/photo.jpg.out' } 3");
+  });
+
+  it('the app-process example starts, migrates its own table, and closes', async () => {
+    const dataDir = join(dir, 'app');
+    const env = { COMPRESSO_DATA_DIR: dataDir, LOG_LEVEL: 'silent', SHOPIFY_API_KEY: 'key-1' };
+    const out = await run({ ...env, SHOPIFY_API_SECRET: 'a-secret-of-16-chars' }, 'app-process');
+    expect(out).toBe('key-1 sqlite inline file');
+    const db = new DatabaseSync(join(dataDir, 'compresso.sqlite'));
+    try {
+      expect(db.prepare('SELECT domain FROM shop_installs').all()).toEqual([
+        { domain: 'demo.myshopify.com' },
+      ]);
+      expect(db.prepare('SELECT version FROM shop_schema_migrations').all()).toEqual([{ version: 1 }]);
+    } finally {
+      db.close();
+    }
+    // One message for the base and the app's problems.
+    await expect(run({ ...env, PORT: 'x', SHOPIFY_API_SECRET: 'short' }, 'app-process')).rejects.toThrow(
+      /Invalid configuration:\n {2}- PORT: [^\n]*\n {2}- SHOPIFY_API_SECRET: [^\n]*\[redacted\]/,
+    );
   });
 });

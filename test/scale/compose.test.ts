@@ -2,9 +2,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createProgram } from '@compresso/cli';
 import { CONFIG_ENV, loadConfig } from '@compresso/runtime';
+import { form, smallJpeg, startTestServer } from '@compresso/server/testing';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { form, smallJpeg, startTestServer } from '../../core/server/src/test-helpers.ts';
 
 /**
  * docker-compose.yml cannot run here (no Docker), so it is checked the way it would go wrong: it must

@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { proAccount, startTestServer, type TestServer } from '../../server/src/test-helpers.ts';
 import {
   AuthenticationError,
   BadRequestError,

@@ -2,9 +2,9 @@ import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createAccount, createApiKey } from '@compresso/runtime';
+import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { proAccount, startTestServer, type TestServer } from '../../server/src/test-helpers.ts';
 import {
   AuthenticationError,
   BadRequestError,

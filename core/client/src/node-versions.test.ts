@@ -5,8 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { proAccount, startTestServer, type TestServer } from '../../server/src/test-helpers.ts';
 import { Compresso } from './index.ts';
 import { appDir, installBuild, PHOTO, REPO, workDir } from './test-support.ts';
 

@@ -2,8 +2,8 @@ import { execFile } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { proAccount, startTestServer, type TestServer } from '../../server/src/test-helpers.ts';
 import { appDir, CORPUS, installBuild, PACKAGE_DIR, PHOTO, PNG, truncated, workDir } from './test-support.ts';
 
 /** Every snippet marked `<!-- readme-test: name -->` in the README runs here, against the built package. */

@@ -1,6 +1,6 @@
 import { readdirSync } from 'node:fs';
+import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { proAccount, startTestServer, type TestServer } from '../../server/src/test-helpers.ts';
 import { connect, errorOf, PHOTO, textOf, workDir } from './test-support.ts';
 
 const CLOCK = new Date('2026-11-22T23:59:00.000Z');

@@ -1,12 +1,12 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import sharp from 'sharp';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { proAccount, startTestServer, type TestServer } from '../../server/src/test-helpers.ts';
 import { PHOTO, REPO, workDir } from './test-support.ts';
 
 /** The oldest Node the package declares (engines >= 18), installed from npm for the client's tests. */

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from './config.ts';
+import { z } from 'zod';
+import { ConfigError, defineConfig, loadConfig } from './config.ts';
 
 describe('loadConfig', () => {
   it('has documented defaults', () => {
@@ -184,5 +185,89 @@ describe('loadConfig: queue and blob store', () => {
     for (const bad of ['10.0.0.0/33', 'proxy.example.com', '::1/129', '1.2.3.4/8/9', '*', '33']) {
       expect(() => loadConfig({ TRUST_PROXY: bad }), bad).toThrow(/TRUST_PROXY: /);
     }
+  });
+});
+
+describe('defineConfig: an app adds its own settings', () => {
+  // What the Shopify app will do: its keys beside the base ones, checked in the same pass.
+  const loadShopConfig = defineConfig({
+    fields: {
+      shopifyApiKey: { env: 'SHOPIFY_API_KEY', schema: z.string().min(1, 'required') },
+      shopifyApiSecret: {
+        env: 'SHOPIFY_API_SECRET',
+        schema: z.string().min(16, 'expected at least 16 characters'),
+        secret: true,
+      },
+      shopifyScopes: {
+        env: 'SHOPIFY_SCOPES',
+        schema: z
+          .string()
+          .default('read_products,write_files')
+          .transform((s) => s.split(',').map((x) => x.trim())),
+      },
+    },
+    rules: [
+      (config, source) =>
+        config.shopifyScopes.includes('write_files')
+          ? []
+          : [`${source('shopifyScopes')}: must include write_files`],
+    ],
+  });
+  const good = { SHOPIFY_API_KEY: 'key', SHOPIFY_API_SECRET: 'a-secret-of-16-chars' };
+
+  it('reads the base and the app keys together, typed, with the same resolution order', () => {
+    const config = loadShopConfig({ ...good, PORT: '8080' }, { shopifyApiKey: 'override' });
+    expect(config.port).toBe(8080);
+    expect(config.shopifyApiKey).toBe('override');
+    expect(config.shopifyScopes).toEqual(['read_products', 'write_files']);
+    // Base normalisations still apply.
+    expect(config.dataDir).toBe(resolve('./.compresso-data'));
+    expect(config.blobDir).toBe(resolve('./.compresso-data/blobs'));
+  });
+
+  it('lists every problem in one error, base and app alike, with the app secret redacted', () => {
+    let error: unknown;
+    try {
+      loadShopConfig({ PORT: 'eighty', SHOPIFY_API_SECRET: 'short-hunter2', LOG_LEVEL: 'loud' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual([
+      'LOG_LEVEL',
+      'PORT',
+      'SHOPIFY_API_KEY',
+      'SHOPIFY_API_SECRET',
+    ]);
+    expect((error as Error).message).not.toContain('hunter2');
+    expect(problems.find((p) => p.startsWith('SHOPIFY_API_SECRET'))).toContain('[redacted]');
+  });
+
+  it('runs the base and the app cross-field rules once every field is valid, all in one error', () => {
+    let error: unknown;
+    try {
+      loadShopConfig({ ...good, SHOPIFY_SCOPES: 'read_products', SMTP_URL: 'smtp://mail.example.com' });
+    } catch (e) {
+      error = e;
+    }
+    expect((error as ConfigError).problems).toEqual([
+      expect.stringMatching(/^COMPRESSO_PUBLIC_URL: required with SMTP_URL/),
+      'SHOPIFY_SCOPES: must include write_files',
+    ]);
+  });
+
+  it('refuses a field that would shadow a base setting or read a variable twice', () => {
+    expect(() => defineConfig({ fields: { port: { env: 'APP_PORT', schema: z.string() } } })).toThrow(
+      /port is already defined/,
+    );
+    expect(() => defineConfig({ fields: { appUrl: { env: 'DATABASE_URL', schema: z.string() } } })).toThrow(
+      /DATABASE_URL is already read by databaseUrl/,
+    );
+  });
+
+  it('leaves the base loader as it was: unknown variables are ignored', () => {
+    expect(loadConfig({ ...good }).port).toBe(3000);
+    expect('shopifyApiKey' in loadConfig(good)).toBe(false);
   });
 });

@@ -332,47 +332,64 @@ function withoutPassword(value: unknown): unknown {
   return typeof value === 'string' ? value.replace(/(\/\/[^/@:\s]*):[^/@\s]*@/g, '$1:***@') : value;
 }
 
-type ConfigInput = { [K in keyof Config]?: Config[K] | string | undefined };
+/** Base fields whose value never appears in a config error. */
+const BASE_SECRETS: ReadonlySet<string> = new Set(['s3SecretAccessKey', 'metricsToken', 'smtpUrl']);
 
-export function loadConfig(
-  env: Record<string, string | undefined> = process.env,
-  overrides: Partial<Config> = {},
-): Config {
-  const raw: ConfigInput = {};
-  for (const key of Object.keys(CONFIG_ENV) as (keyof Config)[]) {
-    const fromEnv = env[CONFIG_ENV[key]];
-    const value = overrides[key] !== undefined ? overrides[key] : fromEnv === '' ? undefined : fromEnv;
-    if (value !== undefined) (raw as Record<string, unknown>)[key] = value;
-  }
-  const result = ConfigSchema.safeParse(raw);
-  if (!result.success) {
-    const problems = result.error.issues.map((issue) => {
-      const key = String(issue.path[0]) as keyof Config;
-      const source = overrides[key] !== undefined ? key : `${CONFIG_ENV[key] ?? key}`;
-      const value =
-        key === 's3SecretAccessKey' || key === 'metricsToken' || key === 'smtpUrl'
-          ? '[redacted]'
-          : (raw as Record<string, unknown>)[key];
-      return `${source}: ${issue.message} (received ${JSON.stringify(withoutPassword(value))})`;
-    });
-    throw new ConfigError(problems);
-  }
-  const data = result.data;
-  // A cross-field rule, checked once every field is valid on its own (so it cannot be misleading).
-  if (data.uploadMemoryBytes !== undefined && data.uploadMemoryBytes < data.maxUploadBytes) {
-    const source = (key: keyof Config) => (overrides[key] !== undefined ? key : CONFIG_ENV[key]);
-    throw new ConfigError([
-      `${source('uploadMemoryBytes')}: must be at least ${source('maxUploadBytes')} (${data.maxUploadBytes}), or an upload of the largest allowed size could never be held (received ${data.uploadMemoryBytes})`,
-    ]);
-  }
-  if (data.smtpUrl !== undefined && data.publicUrl === undefined) {
-    const source = (key: keyof Config) => (overrides[key] !== undefined ? key : CONFIG_ENV[key]);
-    throw new ConfigError([
-      `${source('publicUrl')}: required with ${source('smtpUrl')}, so mailed reset links point at this server and not at whatever Host a request claims`,
-    ]);
-  }
+/**
+ * One setting an app adds to the base configuration: the environment variable it is read from, the
+ * zod schema that checks and converts it (it receives the raw string, or an explicit override), and
+ * whether its value is a secret (then a config error shows `[redacted]` instead).
+ */
+export interface ConfigField<Schema extends z.ZodType = z.ZodType> {
+  env: string;
+  schema: Schema;
+  secret?: boolean;
+}
+
+export type ConfigFields = Record<string, ConfigField>;
+
+/** The values an app's fields parse to. */
+export type ConfigValues<F extends ConfigFields> = { [K in keyof F]: z.output<F[K]['schema']> };
+
+/**
+ * A rule across fields, run once every field is valid on its own (so it cannot be misleading):
+ * return one problem per broken rule; `source(key)` names a field as the operator set it (the
+ * variable, or the override's key).
+ */
+export type ConfigRule<C> = (config: C, source: (key: keyof C & string) => string) => string[];
+
+export interface AppConfigDefinition<F extends ConfigFields> {
+  fields: F;
+  rules?: ConfigRule<Config & ConfigValues<F>>[];
+}
+
+export type AppConfigLoader<F extends ConfigFields> = (
+  env?: Record<string, string | undefined>,
+  overrides?: Partial<Config & ConfigValues<F>>,
+) => Config & ConfigValues<F>;
+
+const BASE_RULES: ConfigRule<Config>[] = [
+  (config, source) =>
+    config.uploadMemoryBytes < config.maxUploadBytes
+      ? [
+          `${source('uploadMemoryBytes')}: must be at least ${source('maxUploadBytes')} (${config.maxUploadBytes}), or an upload of the largest allowed size could never be held (received ${config.uploadMemoryBytes})`,
+        ]
+      : [],
+  (config, source) =>
+    config.smtpUrl !== undefined && config.publicUrl === undefined
+      ? [
+          `${source('publicUrl')}: required with ${source('smtpUrl')}, so mailed reset links point at this server and not at whatever Host a request claims`,
+        ]
+      : [],
+];
+
+type BaseData = z.output<typeof ConfigSchema>;
+
+/** Defaults that depend on other fields, and the normalisations the base schema leaves to the end. */
+function finishBase(data: BaseData): Config {
   return {
     ...data,
+    // Left undefined by the schema when unset, so a rule can tell "set too small" from "default".
     uploadMemoryBytes: data.uploadMemoryBytes ?? Math.max(512 * 1024 * 1024, data.maxUploadBytes),
     dataDir: resolve(data.dataDir),
     databaseUrl: data.databaseUrl,
@@ -390,4 +407,65 @@ export function loadConfig(
     publicUrl: data.publicUrl?.replace(/\/+$/, ''),
     cookieSecure: data.cookieSecure,
   };
+}
+
+/**
+ * A loader for an app's configuration: the base fields every Compresso process has (port, database,
+ * queue, blobs, …) plus the app's own (`SHOPIFY_API_KEY`, …), read and checked together so an
+ * invalid configuration fails with one ConfigError listing every problem, base and app alike.
+ * Resolution order as for the base: explicit override, then the environment, then the default.
+ */
+export function defineConfig<F extends ConfigFields>(definition: AppConfigDefinition<F>): AppConfigLoader<F> {
+  const envOf: Record<string, string> = { ...CONFIG_ENV };
+  const secrets = new Set(BASE_SECRETS);
+  const shape: Record<string, z.ZodType> = {};
+  const takenEnv = new Map(Object.entries(CONFIG_ENV).map(([key, name]) => [name, key]));
+  for (const [key, field] of Object.entries(definition.fields)) {
+    // A clash would make one variable feed two settings, or an app silently replace a base check.
+    if (key in CONFIG_ENV || key in shape) throw new Error(`config field ${key} is already defined`);
+    const owner = takenEnv.get(field.env);
+    if (owner) throw new Error(`config field ${key}: ${field.env} is already read by ${owner}`);
+    takenEnv.set(field.env, key);
+    envOf[key] = field.env;
+    shape[key] = field.schema;
+    if (field.secret) secrets.add(key);
+  }
+  const schema = ConfigSchema.extend(shape);
+  const rules = [...BASE_RULES, ...(definition.rules ?? [])] as ConfigRule<Config & ConfigValues<F>>[];
+
+  return (env = process.env, overrides = {}) => {
+    const given = overrides as Record<string, unknown>;
+    const raw: Record<string, unknown> = {};
+    for (const [key, name] of Object.entries(envOf)) {
+      const fromEnv = env[name];
+      const value = given[key] !== undefined ? given[key] : fromEnv === '' ? undefined : fromEnv;
+      if (value !== undefined) raw[key] = value;
+    }
+    const source = (key: string) => (given[key] !== undefined ? key : (envOf[key] ?? key));
+    const result = schema.safeParse(raw);
+    if (!result.success) {
+      throw new ConfigError(
+        result.error.issues.map((issue) => {
+          const key = String(issue.path[0]);
+          const value = secrets.has(key) ? '[redacted]' : raw[key];
+          return `${source(key)}: ${issue.message} (received ${JSON.stringify(withoutPassword(value))})`;
+        }),
+      );
+    }
+    const data = result.data as BaseData & ConfigValues<F>;
+    const config = { ...data, ...finishBase(data) } as Config & ConfigValues<F>;
+    const problems = rules.flatMap((rule) => rule(config, source));
+    if (problems.length > 0) throw new ConfigError(problems);
+    return config;
+  };
+}
+
+const loadBaseConfig = defineConfig({ fields: {} });
+
+/** The base configuration every Compresso process has; apps that add settings use defineConfig. */
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  overrides: Partial<Config> = {},
+): Config {
+  return loadBaseConfig(env, overrides);
 }

@@ -1,9 +1,10 @@
 /**
- * The database port. Every method is async even though the embedded SQLite backend answers
- * synchronously, so a PostgreSQL backend (`postgresDatabase()`) fits behind the same interface with
- * no change to the server. Each method is one small statement or one short transaction: the atomic
- * guarantees (quota, promo uses) live in the SQL, not in the calling process, so they hold across
- * many processes sharing one database.
+ * The database port, as narrow stores (accounts and keys, usage, batches, web sessions, attempt
+ * throttles) composed into one Database. Every method is async even though the embedded SQLite
+ * backend answers synchronously, so the PostgreSQL backend (`postgresDatabase()`) fits behind the
+ * same interfaces. Each method is one small statement or one short transaction: the atomic
+ * guarantees (quota, promo uses, throttles) live in the SQL, not in the calling process, so they hold
+ * across many processes sharing one database.
  */
 
 export type PlanId = 'free' | 'pro';
@@ -131,15 +132,8 @@ export interface AttemptVerdict {
   blockedUntil: string | null;
 }
 
-export interface Database {
-  /** Which backend this is, for logs and /readyz. */
-  readonly kind: 'sqlite' | 'postgres';
-  /** Apply pending migrations; idempotent. */
-  migrate(): Promise<void>;
-  /** Cheap round trip proving the database answers. */
-  ping(): Promise<void>;
-  close(): Promise<void>;
-
+/** Accounts, the promo codes that change their plan, and their API keys. */
+export interface AccountStore {
   countAccounts(): Promise<number>;
   /** Throws DuplicateError when the email is taken (compared case-insensitively). */
   insertAccount(account: Account): Promise<void>;
@@ -162,7 +156,10 @@ export interface Database {
   revokeApiKey(id: string, now: string, accountId?: string): Promise<boolean>;
   /** Record use; backends may skip the write when the stored time is newer than `staleBefore`. */
   touchApiKey(id: string, now: string, staleBefore: string): Promise<void>;
+}
 
+/** Daily counts: accounts' API requests (the plan's quota) and the web compressor's visitors. */
+export interface UsageStore {
   /**
    * Count one request for (account, day) if the count is below `limit`, atomically: one
    * `INSERT … ON CONFLICT DO UPDATE … WHERE count < limit RETURNING count`. Concurrent callers can
@@ -176,7 +173,23 @@ export interface Database {
    * admitted only when all of them fit. `used` is the count after (allowed) or as it stands (refused).
    */
   consumeQuotaMany(accountId: string, day: string, limit: number, n: number): Promise<QuotaResult>;
+  usageOn(accountId: string, day: string): Promise<number>;
 
+  /**
+   * The web compressor's allowance for people without the Pro plan: count one image for `visitor`
+   * (an opaque key the server derives, e.g. a hash of the client's network) on `day` if below
+   * `limit`, atomically, like consumeQuota. Kept apart from usage_daily, whose rows are accounts'.
+   */
+  consumeVisitorQuota(visitor: string, day: string, limit: number): Promise<QuotaResult>;
+  /** Give back one counted image (it failed through our fault). */
+  refundVisitorQuota(visitor: string, day: string): Promise<void>;
+  visitorUsageOn(visitor: string, day: string): Promise<number>;
+  /** Forget visitor counts of days before `day`: they are never read again. */
+  pruneVisitorUsage(beforeDay: string): Promise<void>;
+}
+
+/** Batch jobs (POST /api/v1/jobs) and the outcome of each of their items. */
+export interface BatchStore {
   /** A batch and its items (status queued), in one transaction. */
   insertBatch(
     batch: BatchRecord,
@@ -198,20 +211,10 @@ export interface Database {
    * page (`after`: the last item of the previous page).
    */
   listQueuedBatchItems(limit: number, options?: ListQueuedBatchItemsOptions): Promise<QueuedBatchItem[]>;
-  usageOn(accountId: string, day: string): Promise<number>;
+}
 
-  /**
-   * The web compressor's allowance for people without the Pro plan: count one image for `visitor`
-   * (an opaque key the server derives, e.g. a hash of the client's network) on `day` if below
-   * `limit`, atomically, like consumeQuota. Kept apart from usage_daily, whose rows are accounts'.
-   */
-  consumeVisitorQuota(visitor: string, day: string, limit: number): Promise<QuotaResult>;
-  /** Give back one counted image (it failed through our fault). */
-  refundVisitorQuota(visitor: string, day: string): Promise<void>;
-  visitorUsageOn(visitor: string, day: string): Promise<number>;
-  /** Forget visitor counts of days before `day`: they are never read again. */
-  pruneVisitorUsage(beforeDay: string): Promise<void>;
-
+/** The web pages' sign-in: passwords, browser sessions, reset tokens, and the server's own secrets. */
+export interface WebSessionStore {
   /** A password hash (self-describing string, e.g. scrypt with its parameters) for the account; replaces any earlier one. */
   setPasswordHash(accountId: string, hash: string, now: string): Promise<void>;
   /** The account's password hash; undefined for accounts without a password (e.g. made by the CLI). */
@@ -237,6 +240,15 @@ export interface Database {
   /** Whether a reset token would still work at `now` (unused, unexpired), without using it. */
   resetTokenUsable(hash: string, now: string): Promise<boolean>;
   /**
+   * A server-wide secret by name, made once: the first caller's `candidate` is stored and every
+   * process (sharing the database) gets the same value back.
+   */
+  webSecret(name: string, candidate: string): Promise<string>;
+}
+
+/** Attempt throttles (log-ins, sign-ups, promo codes) and the networks accounts signed in from. */
+export interface AttemptStore {
+  /**
    * Count one attempt for `subject` before the thing is tried, atomically: one
    * `INSERT … ON CONFLICT DO UPDATE … WHERE not blocked RETURNING`, like consumeQuota, so of any
    * number of concurrent callers (in one process or many) only those within the rule are allowed.
@@ -254,12 +266,115 @@ export interface Database {
   rememberLoginNetwork(subject: string, now: string): Promise<void>;
   /** Whether `subject` signed in successfully at or after `since`. */
   knownLoginNetwork(subject: string, since: string): Promise<boolean>;
-  /**
-   * A server-wide secret by name, made once: the first caller's `candidate` is stored and every
-   * process (sharing the database) gets the same value back.
-   */
-  webSecret(name: string, candidate: string): Promise<string>;
 }
+
+/**
+ * One schema change, as SQL for one backend. Never edit a shipped migration: add the next version.
+ * Versions are per namespace, applied in ascending order; gaps are fine.
+ */
+export interface Migration {
+  version: number;
+  sql: string;
+}
+
+/**
+ * The tables an integration owns (Shopify's shops, WordPress sites …), as migrations for both
+ * backends under its own namespace: applied by migrate() after the core's, in the order the sets
+ * were registered, and recorded in the namespace's own version table (`<namespace>_schema_migrations`),
+ * so its version numbers never collide with the core's or another integration's.
+ */
+export interface MigrationSet {
+  /** Lowercase letters, digits and _, starting with a letter; also the prefix of its version table. */
+  namespace: string;
+  sqlite: readonly Migration[];
+  postgres: readonly Migration[];
+}
+
+/** A row as a driver returns it, column name to value. */
+export type SqlRow = Record<string, unknown>;
+
+/**
+ * The embedded connection, for stores outside the runtime: prepared statements (cached by their
+ * text; `?` or `?N` parameters) and an IMMEDIATE transaction (takes the write lock up front).
+ */
+export interface SqliteSql {
+  run(sql: string, ...params: SqlValue[]): { changes: number };
+  get(sql: string, ...params: SqlValue[]): SqlRow | undefined;
+  all(sql: string, ...params: SqlValue[]): SqlRow[];
+  transaction<T>(work: () => T): T;
+}
+
+/** Values a statement takes as a parameter. */
+export type SqlValue = string | number | bigint | null | Uint8Array;
+
+/**
+ * The PostgreSQL pool, for stores outside the runtime: `$1`-style parameters; an outage surfaces as
+ * a CompressoError SERVICE_UNAVAILABLE, as for the core's stores. The search_path is the database's
+ * schema, so unqualified table names land beside the core's.
+ */
+export interface PostgresSql {
+  query(sql: string, params?: unknown[]): Promise<{ rows: SqlRow[]; rowCount: number }>;
+  transaction<T>(
+    work: (tx: {
+      query(sql: string, params?: unknown[]): Promise<{ rows: SqlRow[]; rowCount: number }>;
+    }) => Promise<T>,
+  ): Promise<T>;
+}
+
+/** Which backend a Database is, with its connection for an integration's own store to use. */
+export type SqlBackend = { kind: 'sqlite'; sql: SqliteSql } | { kind: 'postgres'; sql: PostgresSql };
+
+/**
+ * The database port: every store of the core, composed on one connection (file or pool), plus its
+ * life cycle. Code that needs one store can take its narrow type (AccountStore, UsageStore, …); a
+ * backend's battery for each store is in test/conformance.
+ */
+export interface Database extends AccountStore, UsageStore, BatchStore, WebSessionStore, AttemptStore {
+  /** Which backend this is, for logs and /readyz. */
+  readonly kind: 'sqlite' | 'postgres';
+  /** The connection, for an integration's own store (see MigrationSet and the runtime README). */
+  readonly backend: SqlBackend;
+  /**
+   * Have migrate() also apply an integration's migrations (after the core's, in registration order).
+   * Throws for a namespace registered twice or not matching the rule.
+   */
+  registerMigrations(set: MigrationSet): void;
+  /** Apply pending migrations (the core's, then every registered set's); idempotent. */
+  migrate(): Promise<void>;
+  /** Cheap round trip proving the database answers. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const NAMESPACE = /^[a-z][a-z0-9_]{0,39}$/;
+
+/** Check a migration set before it is accepted: a bad one should fail at registration, not mid-migrate. */
+export function checkMigrationSet(set: MigrationSet, taken: ReadonlySet<string>): void {
+  if (!NAMESPACE.test(set.namespace)) {
+    throw new TypeError(
+      `migrations: namespace must be 1 to 40 lowercase letters, digits or _, starting with a letter; received ${JSON.stringify(set.namespace)}`,
+    );
+  }
+  if (taken.has(set.namespace))
+    throw new TypeError(`migrations: namespace ${set.namespace} is already registered`);
+  for (const [backend, list] of [
+    ['sqlite', set.sqlite],
+    ['postgres', set.postgres],
+  ] as const) {
+    const versions = list.map((m) => m.version);
+    if (versions.some((v) => !Number.isInteger(v) || v < 1) || new Set(versions).size !== versions.length) {
+      throw new TypeError(
+        `migrations ${set.namespace} (${backend}): versions must be distinct whole numbers from 1; received ${versions.join(', ')}`,
+      );
+    }
+  }
+}
+
+/** The version table of a namespace. */
+export const migrationTable = (namespace: string) => `${namespace}_schema_migrations`;
+
+/** A set's migrations in version order. */
+export const inOrder = (list: readonly Migration[]) => [...list].sort((a, b) => a.version - b.version);
 
 /** A unique constraint was hit (email, promo code). */
 export class DuplicateError extends Error {

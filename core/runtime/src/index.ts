@@ -21,25 +21,49 @@ export {
 // bullmqQueue() is reached through openQueue (REDIS_URL) or the '@compresso/runtime/bullmq' entry, never from
 // here, so bullmq and ioredis load only in processes that use Redis.
 export type { BullmqQueueOptions } from './bullmq-queue.ts';
-export { CONFIG_ENV, type Config, ConfigError, loadConfig } from './config.ts';
+export {
+  type AppConfigDefinition,
+  type AppConfigLoader,
+  CONFIG_ENV,
+  type Config,
+  ConfigError,
+  type ConfigField,
+  type ConfigFields,
+  type ConfigRule,
+  type ConfigValues,
+  defineConfig,
+  loadConfig,
+} from './config.ts';
 export {
   type Account,
+  type AccountStore,
   type ApiKeyRecord,
   type AttemptRule,
+  type AttemptStore,
   type AttemptVerdict,
   type BatchItemOutcome,
   type BatchItemRecord,
   type BatchItemStatus,
   type BatchRecord,
+  type BatchStore,
   type Database,
   DuplicateError,
   type ListQueuedBatchItemsOptions,
+  type Migration,
+  type MigrationSet,
   type PlanId,
+  type PostgresSql,
   type PromoCode,
   type QueuedBatchItem,
   type QuotaResult,
   type RedeemOutcome,
+  type SqlBackend,
+  type SqliteSql,
+  type SqlRow,
+  type SqlValue,
+  type UsageStore,
   type WebSessionRecord,
+  type WebSessionStore,
 } from './database.ts';
 export { type FileBlobStoreOptions, fileBlobStore } from './file-blob-store.ts';
 export { type InlineQueueOptions, inlineQueue } from './inline-queue.ts';
@@ -68,6 +92,12 @@ export { isPlanId, nextReset, PLAN_IDS, type Plan, planOf, quotaDay, secondsUnti
 // entry, never from here: every CLI start imports this index, and the driver should load only when used.
 export type { PostgresOptions } from './postgres.ts';
 export {
+  type ProcessContext,
+  type RunningProcess,
+  type StartProcessOptions,
+  startProcess,
+} from './process.ts';
+export {
   type AddJobOptions,
   backoffDelay,
   type CloseWorkerOptions,
@@ -88,4 +118,5 @@ export {
 } from './queue.ts';
 // s3BlobStore() too: openBlobStore (S3_BUCKET) or the '@compresso/runtime/s3' entry.
 export type { S3BlobStoreOptions } from './s3-blob-store.ts';
+export { exitOnSignals } from './signals.ts';
 export { type SqliteOptions, sqliteDatabase } from './sqlite.ts';

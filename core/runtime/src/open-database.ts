@@ -1,10 +1,12 @@
 import type { Config } from './config.ts';
-import type { Database } from './database.ts';
+import type { Database, MigrationSet } from './database.ts';
 import { sqliteDatabase } from './sqlite.ts';
 
 export interface OpenDatabaseOptions {
   /** PostgreSQL schema for Compresso's tables (default `public`); ignored for SQLite. */
   schema?: string;
+  /** An integration's own tables: migrated with the core's, on whichever backend this is. */
+  migrations?: readonly MigrationSet[];
 }
 
 /**
@@ -20,9 +22,16 @@ export async function openDatabase(
   if (config.databaseUrl) {
     // Loaded only here: a SQLite-only process never loads the PostgreSQL driver.
     const { postgresDatabase } = await import('./postgres.ts');
-    db = postgresDatabase({ url: config.databaseUrl, ...(options.schema ? { schema: options.schema } : {}) });
+    db = postgresDatabase({
+      url: config.databaseUrl,
+      ...(options.schema ? { schema: options.schema } : {}),
+      ...(options.migrations ? { migrations: options.migrations } : {}),
+    });
   } else {
-    db = sqliteDatabase({ dataDir: config.dataDir });
+    db = sqliteDatabase({
+      dataDir: config.dataDir,
+      ...(options.migrations ? { migrations: options.migrations } : {}),
+    });
   }
   try {
     await db.migrate();

@@ -2,8 +2,8 @@ import { CompressoError } from '@compresso/schema';
 import { generateKeySecret, newId } from './api-keys.ts';
 import {
   type Account,
+  type AccountStore,
   type ApiKeyRecord,
-  type Database,
   DuplicateError,
   type PlanId,
   type PromoCode,
@@ -24,7 +24,7 @@ export function isEmailAddress(email: string): boolean {
   return EMAIL.test(trimmed) && trimmed.length <= 254;
 }
 
-export async function createAccount(db: Database, email: string, now = new Date()): Promise<Account> {
+export async function createAccount(db: AccountStore, email: string, now = new Date()): Promise<Account> {
   const trimmed = email.trim();
   if (!isEmailAddress(trimmed)) {
     throw new CompressoError(
@@ -45,7 +45,7 @@ export async function createAccount(db: Database, email: string, now = new Date(
 }
 
 /** Find by id (`acc_…`) or email, or throw NOT_FOUND. */
-export async function requireAccount(db: Database, idOrEmail: string): Promise<Account> {
+export async function requireAccount(db: AccountStore, idOrEmail: string): Promise<Account> {
   const account = idOrEmail.startsWith('acc_')
     ? await db.findAccountById(idOrEmail)
     : await db.findAccountByEmail(idOrEmail.trim());
@@ -83,7 +83,11 @@ export function promoExpiry(value: Date | string): Date | undefined {
   return Number.isNaN(date.getTime()) ? undefined : date;
 }
 
-export async function createPromoCode(db: Database, input: PromoInput, now = new Date()): Promise<PromoCode> {
+export async function createPromoCode(
+  db: AccountStore,
+  input: PromoInput,
+  now = new Date(),
+): Promise<PromoCode> {
   const problems: string[] = [];
   const code = input.code.trim();
   if (!/^[A-Za-z0-9_-]{3,64}$/.test(code))
@@ -124,7 +128,7 @@ const REDEEM_MESSAGES = {
 
 /** Activate the promo code's plan on the account (by id or email). */
 export async function applyPromo(
-  db: Database,
+  db: AccountStore,
   idOrEmail: string,
   code: string,
   now = new Date(),
@@ -162,7 +166,7 @@ export const MAX_KEY_NAME = 100;
 export const MAX_ACTIVE_KEYS = 50;
 
 export async function createApiKey(
-  db: Database,
+  db: AccountStore,
   accountId: string,
   name?: string,
   now = new Date(),
@@ -197,7 +201,7 @@ export async function createApiKey(
 }
 
 export async function listApiKeys(
-  db: Database,
+  db: AccountStore,
   accountId: string,
   includeRevoked = false,
 ): Promise<ApiKeyView[]> {
@@ -210,7 +214,7 @@ export async function listApiKeys(
  * answer the same NOT_FOUND, so ids of other accounts cannot be probed).
  */
 export async function revokeApiKey(
-  db: Database,
+  db: AccountStore,
   keyId: string,
   accountId?: string,
   now = new Date(),

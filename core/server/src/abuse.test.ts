@@ -4,15 +4,7 @@ import { join } from 'node:path';
 import { fileBlobStore, inlineQueue } from '@compresso/runtime';
 import { ErrorBodySchema } from '@compresso/schema';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  bearer,
-  form,
-  proAccount,
-  smallJpeg,
-  startTestServer,
-  type TestServer,
-  tempDir,
-} from './test-helpers.ts';
+import { bearer, form, proAccount, smallJpeg, startTestServer, type TestServer, tempDir } from './testing.ts';
 
 let srv: TestServer;
 let key: string;

@@ -4,15 +4,7 @@ import { createAccount, createApiKey } from '@compresso/runtime';
 import { ErrorBodySchema, InfoResultSchema } from '@compresso/schema';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  bearer,
-  form,
-  proAccount,
-  smallJpeg,
-  startTestServer,
-  type TestServer,
-  tempDir,
-} from './test-helpers.ts';
+import { bearer, form, proAccount, smallJpeg, startTestServer, type TestServer, tempDir } from './testing.ts';
 
 let srv: TestServer;
 let alice: { accountId: string; key: string; keyId: string };

@@ -4,7 +4,7 @@ import { crc32, deflateSync } from 'node:zlib';
 import { createEngine } from '@compresso/engine';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, form, proAccount, startTestServer, type TestServer } from './test-helpers.ts';
+import { bearer, form, proAccount, startTestServer, type TestServer } from './testing.ts';
 
 /**
  * Principle 2 under load: bad input never becomes a 5xx, also while other images are encoding in the

@@ -5,7 +5,7 @@
 import * as crypto from 'node:crypto';
 import { hashKey } from '@compresso/runtime';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { bearer, proAccount, startTestServer, type TestServer } from './test-helpers.ts';
+import { bearer, proAccount, startTestServer, type TestServer } from './testing.ts';
 
 vi.mock('node:crypto', async (importOriginal) => {
   const actual = await importOriginal<typeof import('node:crypto')>();

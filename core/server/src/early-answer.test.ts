@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { proAccount, startTestServer, type TestServer } from './test-helpers.ts';
+import { proAccount, startTestServer, type TestServer } from './testing.ts';
 
 /**
  * An upload refused before its body is read (bad key, plan, quota, declared size) is answered at once

@@ -2,7 +2,7 @@ import { crc32, deflateSync } from 'node:zlib';
 import { createEngine } from '@compresso/engine';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, form, proAccount, smallJpeg, startTestServer, type TestServer } from './test-helpers.ts';
+import { bearer, form, proAccount, smallJpeg, startTestServer, type TestServer } from './testing.ts';
 
 /**
  * Hostile and broken images over HTTP: each engine refusal arrives as its own 4xx with the schema's

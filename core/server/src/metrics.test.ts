@@ -3,7 +3,7 @@ import { inlineQueue } from '@compresso/runtime';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMetrics } from './metrics.ts';
-import { bearer, form, proAccount, smallJpeg, startTestServer, type TestServer } from './test-helpers.ts';
+import { bearer, form, proAccount, smallJpeg, startTestServer, type TestServer } from './testing.ts';
 
 const TOKEN = 'metrics-token-0123456789abcdef';
 

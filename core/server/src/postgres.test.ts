@@ -10,7 +10,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from './app.ts';
 import { createHttpServer, startServer } from './start.ts';
-import { bearer, form, proAccount, smallJpeg } from './test-helpers.ts';
+import { bearer, form, proAccount, smallJpeg } from './testing.ts';
 
 /**
  * The server on PostgreSQL, as it runs when several processes share the load: two independent app

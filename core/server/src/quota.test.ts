@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { createEngine, type Engine } from '@compresso/engine';
 import { quotaDay } from '@compresso/runtime';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { bearer, form, proAccount, smallJpeg, startTestServer, tempDir } from './test-helpers.ts';
+import { bearer, form, proAccount, smallJpeg, startTestServer, tempDir } from './testing.ts';
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());

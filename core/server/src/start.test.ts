@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { createLogger } from '@compresso/runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer } from './start.ts';
-import { proAccount, smallJpeg, tempDir } from './test-helpers.ts';
+import { proAccount, smallJpeg, tempDir } from './testing.ts';
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());

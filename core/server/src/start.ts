@@ -4,24 +4,19 @@ import { createEngine, type Engine } from '@compresso/engine';
 import {
   type BlobStore,
   type Config,
-  createLogger,
   type Database,
   type JobQueue,
   type Logger,
-  loadConfig,
-  openBlobStore,
-  openDatabase,
-  openQueue,
+  type ProcessContext,
   type QueueWorker,
+  startProcess,
 } from '@compresso/runtime';
 import { CompressoError } from '@compresso/schema';
 import type express from 'express';
 import { createApp } from './app.ts';
 import { deferContinue } from './expect-continue.ts';
-import type { BatchSweeper } from './jobs/sweep.ts';
 import { logQueueErrors, requeueQueuedItems, startBatchWorker, startSweeper } from './jobs/worker.ts';
 import { createMetrics } from './metrics.ts';
-import { exitOnSignals } from './signals.ts';
 
 /**
  * An http.Server around the app with the timeouts that bound what a slow client can hold:
@@ -73,28 +68,49 @@ export interface StartOptions {
 }
 
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
-  const config = loadConfig(options.env ?? process.env, options.overrides);
-  const logger = options.logger ?? createLogger(config);
-  const db = await openDatabase(config);
+  const running = await startProcess<Config, ServerParts>({
+    name: 'server',
+    ...(options.env ? { env: options.env } : {}),
+    ...(options.overrides ? { overrides: options.overrides } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+    handleSignals: options.handleSignals !== false,
+    messages: { closing: 'shutting down: finishing in-flight requests', closed: 'stopped' },
+    start: serve,
+  });
+  const { config, db, logger, queue, blobs, app, close } = running;
+  return { ...app, config, db, logger, queue, blobs, close };
+}
+
+interface ServerParts {
+  server: Server;
+  url: string;
+  engine: Engine;
+  worker: QueueWorker | undefined;
+}
+
+/** The server's own part of the process: engine, app, HTTP, and batch work when it runs any. */
+async function serve(context: ProcessContext): Promise<ServerParts> {
+  const { config, logger, db, queue, blobs, onClose } = context;
+  // With the in-process queue nothing but this process can run batch items, so it runs them by
+  // default; with Redis the worker service does, unless asked (`serve --workers N`).
+  const workers = config.workers ?? (queue.kind === 'inline' ? 1 : 0);
+  if (workers === 0 && queue.kind === 'inline') {
+    throw new Error(
+      'COMPRESSO_WORKERS=0 (--workers 0) needs REDIS_URL and `compresso worker` processes: with the in-process queue, batch jobs would never run.',
+    );
+  }
   const engine = createEngine({
     limits: { maxInputBytes: config.maxUploadBytes },
     ...(config.concurrency ? { concurrency: config.concurrency } : {}),
     memoryBudget: config.memoryBudgetMiB * 1024 * 1024,
   });
-  const queue = await openQueue(config);
-  const blobs = await openBlobStore(config);
-  // With the in-process queue nothing but this process can run batch items, so it runs them by
-  // default; with Redis the worker service does, unless asked (`serve --workers N`).
-  const workers = config.workers ?? (queue.kind === 'inline' ? 1 : 0);
-  if (workers === 0 && queue.kind === 'inline') {
-    await Promise.all([queue.close(), blobs.close(), db.close()]);
-    throw new Error(
-      'COMPRESSO_WORKERS=0 (--workers 0) needs REDIS_URL and `compresso worker` processes: with the in-process queue, batch jobs would never run.',
-    );
-  }
+  // Closed after the HTTP server and the workers (closers run in reverse): an image whose client
+  // went away is still being worked on; let it finish (the engine's own time limit bounds it) and
+  // stop the HEIC/metric worker threads before the database closes.
+  onClose('engine', () => engine.close());
   const metrics = createMetrics({ engine, queue, logger });
-  const unwatch = metrics.watchQueue(queue);
-  const stopQueueLog = logQueueErrors(queue, logger);
+  onClose('queue metrics', metrics.watchQueue(queue));
+  onClose('queue log', logQueueErrors(queue, logger));
   const app = createApp({ engine, db, logger, config, queue, blobs, metrics });
   const server = createHttpServer(app, config);
   try {
@@ -106,25 +122,27 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       });
     });
   } catch (error) {
-    // A port in use or not allowed: close what was opened (Redis and database connections) so the
-    // process ends with the error instead of hanging on open handles.
-    unwatch();
-    stopQueueLog();
-    await Promise.allSettled([queue.close(), engine.close(), blobs.close(), db.close()]);
+    // A port in use or not allowed: startProcess closes what was opened (Redis and database
+    // connections) so the process ends with the error instead of hanging on open handles.
     throw listenError(error, config.host, config.port);
   }
   // Batch work starts only once this process has its port: a second `serve` started by mistake on
   // the same data directory fails above before it can take the first one's queued items.
   let worker: QueueWorker | undefined;
-  let batchSweeper: BatchSweeper | undefined;
   if (workers > 0) {
-    worker = startBatchWorker({ queue, db, blobs, engine, logger, config, concurrency: workers });
+    const batchWorker = startBatchWorker({ queue, db, blobs, engine, logger, config, concurrency: workers });
+    worker = batchWorker;
+    // Batch items in flight finish within the grace period or go back to the queue.
+    onClose('batch worker', () => batchWorker.close({ timeoutMs: config.shutdownTimeoutMs }));
     // All of them at once, without the sweep's grace: this queue is new, so every item the database
     // has queued was lost with the previous process. The sweep then keeps it that way. Re-adding an
     // item a request queued meanwhile is harmless: job ids make adds idempotent.
     if (queue.kind === 'inline') await requeueQueuedItems(db, queue, logger);
-    batchSweeper = startSweeper({ db, queue, logger, config });
+    const batchSweeper = startSweeper({ db, queue, logger, config });
+    onClose('batch sweep', () => batchSweeper.close());
   }
+  // Registered last, so closed first: stop taking requests before anything they use goes away.
+  onClose('http server', () => closeHttpServer(server, config, logger));
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host === '0.0.0.0' || host === '[::]' ? 'localhost' : host}:${address.port}`;
@@ -158,46 +176,29 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       `No accounts yet. Create the first account and API key with the CLI (${config.databaseUrl ? 'with the same DATABASE_URL' : `same COMPRESSO_DATA_DIR=${config.dataDir}`}); the key is shown once by the last command. Or make the promo code with the CLI, then sign up at ${url}/signup and enter it in the account area, where Generate API Key makes the key.`,
     );
   }
+  return { server, url, engine, worker };
+}
 
-  let closing: Promise<void> | undefined;
-  const close = () => {
-    closing ??= (async () => {
-      logger.info('shutting down: finishing in-flight requests');
-      const done = new Promise<void>((resolve) => server.close(() => resolve()));
-      // A keep-alive connection whose request finishes during shutdown becomes idle and would otherwise
-      // hold close() open until keepAliveTimeout: sweep idle connections until everything is closed.
-      server.closeIdleConnections();
-      const sweeper = setInterval(() => server.closeIdleConnections(), 100);
-      sweeper.unref();
-      const timer = setTimeout(() => {
-        logger.warn(
-          { timeout_ms: config.shutdownTimeoutMs },
-          'shutdown timeout: closing remaining connections',
-        );
-        server.closeAllConnections();
-      }, config.shutdownTimeoutMs);
-      timer.unref();
-      await done;
-      clearInterval(sweeper);
-      clearTimeout(timer);
-      await batchSweeper?.close();
-      // Batch items in flight finish within the grace period or go back to the queue.
-      await worker?.close({ timeoutMs: config.shutdownTimeoutMs });
-      unwatch();
-      stopQueueLog();
-      await queue.close();
-      // An image whose client went away is still being worked on: let it finish (the engine's own
-      // time limit bounds it) and stop the HEIC/metric worker threads before the database closes.
-      await engine.close();
-      await blobs.close();
-      await db.close();
-      logger.info('stopped');
-    })();
-    return closing;
-  };
-
-  if (options.handleSignals !== false) exitOnSignals(logger, close, 'server');
-  return { server, url, config, db, logger, engine, queue, blobs, worker, close };
+/** Stop accepting connections and let in-flight requests finish, up to shutdownTimeoutMs. */
+async function closeHttpServer(
+  server: Server,
+  config: Pick<Config, 'shutdownTimeoutMs'>,
+  logger: Logger,
+): Promise<void> {
+  const done = new Promise<void>((resolve) => server.close(() => resolve()));
+  // A keep-alive connection whose request finishes during shutdown becomes idle and would otherwise
+  // hold close() open until keepAliveTimeout: sweep idle connections until everything is closed.
+  server.closeIdleConnections();
+  const sweeper = setInterval(() => server.closeIdleConnections(), 100);
+  sweeper.unref();
+  const timer = setTimeout(() => {
+    logger.warn({ timeout_ms: config.shutdownTimeoutMs }, 'shutdown timeout: closing remaining connections');
+    server.closeAllConnections();
+  }, config.shutdownTimeoutMs);
+  timer.unref();
+  await done;
+  clearInterval(sweeper);
+  clearTimeout(timer);
 }
 
 /**

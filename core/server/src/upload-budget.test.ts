@@ -2,7 +2,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { ConfigError, loadConfig, quotaDay } from '@compresso/runtime';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bearer, form, proAccount, smallJpeg, startTestServer, tempDir } from './test-helpers.ts';
+import { bearer, form, proAccount, smallJpeg, startTestServer, tempDir } from './testing.ts';
 import { createUploadBudget } from './upload-budget.ts';
 
 const tmp = tempDir();

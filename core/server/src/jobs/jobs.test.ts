@@ -13,7 +13,7 @@ import {
 import { CompressoError } from '@compresso/schema';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { bearer, proAccount, startTestServer, type TestServer, tempDir } from '../test-helpers.ts';
+import { bearer, proAccount, startTestServer, type TestServer, tempDir } from '../testing.ts';
 import { BATCH_ITEM_JOB, batchHandlers } from './batch.ts';
 import { requeueQueuedItems, startBatchWorker } from './worker.ts';
 

@@ -16,7 +16,7 @@ import { bullmqQueue } from '@compresso/runtime/bullmq';
 import { CompressoError } from '@compresso/schema';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, proAccount, smallJpeg, startTestServer, type TestServer, tempDir } from '../test-helpers.ts';
+import { bearer, proAccount, smallJpeg, startTestServer, type TestServer, tempDir } from '../testing.ts';
 import { BATCH_ITEM_JOB, batchHandlers, itemJobId } from './batch.ts';
 import { createBatchSweep, startBatchSweeper } from './sweep.ts';
 

@@ -2,17 +2,12 @@ import { createEngine, type Engine } from '@compresso/engine';
 import {
   type BlobStore,
   type Config,
-  createLogger,
   type Database,
   type JobQueue,
   type Logger,
-  loadConfig,
-  openBlobStore,
-  openDatabase,
-  openQueue,
   type QueueWorker,
+  startProcess,
 } from '@compresso/runtime';
-import { exitOnSignals } from '../signals.ts';
 import { batchHandlers, batchItemJob } from './batch.ts';
 import { type BatchSweeper, startBatchSweeper } from './sweep.ts';
 
@@ -115,55 +110,50 @@ export interface StartWorkerOptions {
  * store as the API processes.
  */
 export async function startWorker(options: StartWorkerOptions = {}): Promise<RunningWorker> {
-  const config = loadConfig(options.env ?? process.env, options.overrides);
-  const logger = options.logger ?? createLogger(config);
-  if (!config.redisUrl) {
-    throw new Error(
-      'compresso worker needs REDIS_URL: without it jobs live inside each `compresso serve` process, which runs them itself (see --workers).',
-    );
-  }
-  const db = await openDatabase(config);
-  const queue = await openQueue(config);
-  const blobs = await openBlobStore(config);
-  const engine = createEngine({
-    limits: { maxInputBytes: config.maxUploadBytes },
-    ...(config.concurrency ? { concurrency: config.concurrency } : {}),
-    memoryBudget: config.memoryBudgetMiB * 1024 * 1024,
-  });
-  const stopLogging = logQueueErrors(queue, logger);
-  const concurrency = options.concurrency ?? config.workerConcurrency;
-  const worker = startBatchWorker({ queue, db, blobs, engine, logger, config, concurrency });
-  const sweeper = startSweeper({ db, queue, logger, config });
-  logger.info(
-    {
-      queue: queue.name,
-      concurrency,
-      database: db.kind,
-      blobs: blobs.kind,
-      // Where originals are read from: a worker must share it with the API processes, and a wrong
-      // directory otherwise shows only as items failing one by one.
-      blob_location: config.s3Bucket ? `s3://${config.s3Bucket}` : config.blobDir,
-      engine: engine.stats(),
+  const running = await startProcess({
+    name: 'worker',
+    ...(options.env ? { env: options.env } : {}),
+    ...(options.overrides ? { overrides: options.overrides } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+    handleSignals: options.handleSignals !== false,
+    messages: { closing: 'worker shutting down: finishing items in flight', closed: 'worker stopped' },
+    checkConfig(config) {
+      if (!config.redisUrl) {
+        throw new Error(
+          'compresso worker needs REDIS_URL: without it jobs live inside each `compresso serve` process, which runs them itself (see --workers).',
+        );
+      }
     },
-    'compresso worker started',
-  );
-
-  let closing: Promise<void> | undefined;
-  const close = () => {
-    closing ??= (async () => {
-      logger.info('worker shutting down: finishing items in flight');
-      await sweeper.close();
+    async start({ config, logger, db, queue, blobs, onClose }) {
+      const engine = createEngine({
+        limits: { maxInputBytes: config.maxUploadBytes },
+        ...(config.concurrency ? { concurrency: config.concurrency } : {}),
+        memoryBudget: config.memoryBudgetMiB * 1024 * 1024,
+      });
+      onClose('engine', () => engine.close());
+      onClose('queue log', logQueueErrors(queue, logger));
+      const concurrency = options.concurrency ?? config.workerConcurrency;
+      const worker = startBatchWorker({ queue, db, blobs, engine, logger, config, concurrency });
       // Items still running after the grace period go back to the queue for another worker.
-      await worker.close({ timeoutMs: config.shutdownTimeoutMs });
-      stopLogging();
-      await queue.close();
-      await engine.close();
-      await blobs.close();
-      await db.close();
-      logger.info('worker stopped');
-    })();
-    return closing;
-  };
-  if (options.handleSignals !== false) exitOnSignals(logger, close, 'worker');
-  return { config, queue, worker, sweeper, close };
+      onClose('batch worker', () => worker.close({ timeoutMs: config.shutdownTimeoutMs }));
+      const sweeper = startSweeper({ db, queue, logger, config });
+      onClose('batch sweep', () => sweeper.close());
+      logger.info(
+        {
+          queue: queue.name,
+          concurrency,
+          database: db.kind,
+          blobs: blobs.kind,
+          // Where originals are read from: a worker must share it with the API processes, and a wrong
+          // directory otherwise shows only as items failing one by one.
+          blob_location: config.s3Bucket ? `s3://${config.s3Bucket}` : config.blobDir,
+          engine: engine.stats(),
+        },
+        'compresso worker started',
+      );
+      return { worker, sweeper };
+    },
+  });
+  const { config, queue, app, close } = running;
+  return { config, queue, worker: app.worker, sweeper: app.sweeper, close };
 }

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../app.ts';
 import { createHttpServer } from '../start.ts';
-import { signupTokenFromLog } from '../test-helpers.ts';
+import { signupTokenFromLog } from '../testing.ts';
 import { Browser } from './test-browser.ts';
 
 /**

@@ -11,7 +11,7 @@ import {
   startTestServer,
   type TestServer,
   tempDir,
-} from '../test-helpers.ts';
+} from '../testing.ts';
 import { PROMO_REFUSED } from './account.ts';
 import { Browser } from './test-browser.ts';
 

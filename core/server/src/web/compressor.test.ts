@@ -2,7 +2,7 @@ import { request } from 'node:http';
 import { applyPromo, createPromoCode, quotaDay } from '@compresso/runtime';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { form, signupTokenFromLog, smallJpeg, startTestServer, type TestServer } from '../test-helpers.ts';
+import { form, signupTokenFromLog, smallJpeg, startTestServer, type TestServer } from '../testing.ts';
 import { visitorKey, visitorNetwork } from './compressor.ts';
 import { Browser } from './test-browser.ts';
 

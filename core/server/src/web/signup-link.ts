@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import type { Database } from '@compresso/runtime';
+import type { WebSessionStore } from '@compresso/runtime';
 
 /**
  * The token in a sign-up confirmation link: the email, the password hash chosen on the form and an
@@ -23,7 +23,7 @@ export interface SignupClaim {
   expiresAt: number;
 }
 
-export function createSignupLinks(db: Database) {
+export function createSignupLinks(db: Pick<WebSessionStore, 'webSecret'>) {
   let key: Promise<Buffer> | undefined;
   const keyOf = () => {
     key ??= db

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { createAccount } from '@compresso/runtime';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signupTokenFromLog, startTestServer, type TestServer } from '../test-helpers.ts';
+import { signupTokenFromLog, startTestServer, type TestServer } from '../testing.ts';
 import { hashPassword } from './passwords.ts';
 import { Browser } from './test-browser.ts';
 

@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { createAccount, createPromoCode, type Database } from '@compresso/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../test-helpers.ts';
+import { startTestServer, type TestServer } from '../testing.ts';
 import { PROMO_REFUSED } from './account.ts';
 import { hashPassword } from './passwords.ts';
 import { Browser } from './test-browser.ts';

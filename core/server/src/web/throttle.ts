@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { AttemptRule, Database } from '@compresso/runtime';
+import type { AttemptRule, AttemptStore } from '@compresso/runtime';
 import { visitorNetwork } from './compressor.ts';
 
 /**
  * Throttles for the web pages' guessable doors (log-in, sign-up, reset mails, promo codes), counted in
  * the database so they hold across processes and restarts.
  *
- * Every attempt is counted BEFORE the thing is tried (Database.takeAttempt: one atomic statement, the
+ * Every attempt is counted BEFORE the thing is tried (AttemptStore.takeAttempt: one atomic statement, the
  * quota's pattern), so a burst of parallel requests meets the limit exactly: of 25 wrong passwords
  * sent at once, five are checked and twenty refused. Checking first and recording the failure after
  * the (slow, scrypt) password check let every request of a burst through.
@@ -88,7 +88,7 @@ export interface Admission {
  * subjects that admitted it. In turn rather than at once, so a burst on one subject is cut at the
  * first guard and the later (wider) ones see only the attempts that passed it.
  */
-export async function admit(db: Database, guards: Guard[], now: Date): Promise<Admission> {
+export async function admit(db: AttemptStore, guards: Guard[], now: Date): Promise<Admission> {
   const iso = now.toISOString();
   const counted: Guard[] = [];
   const refund = async (except: string[] = []) => {

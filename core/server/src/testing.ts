@@ -1,3 +1,9 @@
+/**
+ * The test harness other packages' tests use (`@compresso/server/testing`): a real server on a
+ * loopback port over a real SQLite database, accounts with keys, a fixture image, form helpers. An
+ * entry of its own so tests import it by name rather than reaching into this package's files, and
+ * so the package index (what `serve` loads) never pulls in sharp's test fixture code.
+ */
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
