@@ -11,6 +11,7 @@ import {
   loadConfig,
   openBlobStore,
   openDatabase,
+  openIdempotencyStore,
   openQueue,
   type QueueWorker,
 } from '@compresso/runtime';
@@ -83,11 +84,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   });
   const queue = await openQueue(config);
   const blobs = await openBlobStore(config);
+  // Beside the database (same file or schema), its own table: the first answers to Idempotency-Key.
+  const idempotency = await openIdempotencyStore(config);
   // With the in-process queue nothing but this process can run batch items, so it runs them by
   // default; with Redis the worker service does, unless asked (`serve --workers N`).
   const workers = config.workers ?? (queue.kind === 'inline' ? 1 : 0);
   if (workers === 0 && queue.kind === 'inline') {
-    await Promise.all([queue.close(), blobs.close(), db.close()]);
+    await Promise.all([queue.close(), blobs.close(), idempotency.close(), db.close()]);
     throw new Error(
       'COMPRESSO_WORKERS=0 (--workers 0) needs REDIS_URL and `compresso worker` processes: with the in-process queue, batch jobs would never run.',
     );
@@ -95,7 +98,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const metrics = createMetrics({ engine, queue, logger });
   const unwatch = metrics.watchQueue(queue);
   const stopQueueLog = logQueueErrors(queue, logger);
-  const app = createApp({ engine, db, logger, config, queue, blobs, metrics });
+  const app = createApp({ engine, db, logger, config, queue, blobs, metrics, idempotency });
   const server = createHttpServer(app, config);
   try {
     await new Promise<void>((resolve, reject) => {
@@ -110,7 +113,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     // process ends with the error instead of hanging on open handles.
     unwatch();
     stopQueueLog();
-    await Promise.allSettled([queue.close(), engine.close(), blobs.close(), db.close()]);
+    await Promise.allSettled([queue.close(), engine.close(), blobs.close(), idempotency.close(), db.close()]);
     throw listenError(error, config.host, config.port);
   }
   // Batch work starts only once this process has its port: a second `serve` started by mistake on
@@ -190,6 +193,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       // time limit bounds it) and stop the HEIC/metric worker threads before the database closes.
       await engine.close();
       await blobs.close();
+      await idempotency.close();
       await db.close();
       logger.info('stopped');
     })();
