@@ -190,7 +190,9 @@ function storeOver(dialect: Dialect): IdempotencyStore {
         const found = await dialect.run(FIND_SQL, [request.scope, request.key]);
         if (found.rows[0]) return { claimed: false, record: recordOf(found.rows[0]) };
       }
-      throw new Error(`idempotency key ${request.key} kept changing hands; gave up after ${CLAIM_TRIES} tries`);
+      throw new Error(
+        `idempotency key ${request.key} kept changing hands; gave up after ${CLAIM_TRIES} tries`,
+      );
     },
     async complete(scope, key, token, answer) {
       const { changes } = await dialect.run(COMPLETE_SQL, [
@@ -270,7 +272,9 @@ export function sqliteIdempotencyStore(options: SqliteIdempotencyOptions = {}): 
       try {
         db.exec('CREATE TABLE IF NOT EXISTS idempotency_migrations (version INTEGER PRIMARY KEY)');
         const done = new Set(
-          (db.prepare('SELECT version FROM idempotency_migrations').all() as Row[]).map((r) => Number(r.version)),
+          (db.prepare('SELECT version FROM idempotency_migrations').all() as Row[]).map((r) =>
+            Number(r.version),
+          ),
         );
         for (const migration of MIGRATIONS) {
           if (done.has(migration.version)) continue;
@@ -305,7 +309,9 @@ export interface PostgresIdempotencyOptions {
 const MIGRATION_LOCK = 0x636d7031;
 
 /** On PostgreSQL, in the database's schema, through a small pool of its own. */
-export async function postgresIdempotencyStore(options: PostgresIdempotencyOptions): Promise<IdempotencyStore> {
+export async function postgresIdempotencyStore(
+  options: PostgresIdempotencyOptions,
+): Promise<IdempotencyStore> {
   const { default: pg } = await import('pg');
   const schema = options.schema ?? 'public';
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
@@ -327,7 +333,9 @@ export async function postgresIdempotencyStore(options: PostgresIdempotencyOptio
     const down =
       code.startsWith('08') ||
       ['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code) ||
-      /Connection terminated|timeout exceeded when trying to connect|Connection ended/i.test(String(e?.message));
+      /Connection terminated|timeout exceeded when trying to connect|Connection ended/i.test(
+        String(e?.message),
+      );
     return down
       ? new CompressoError('SERVICE_UNAVAILABLE', 'The database is unavailable; retry in a few seconds.', {
           cause: error,
@@ -356,7 +364,9 @@ export async function postgresIdempotencyStore(options: PostgresIdempotencyOptio
           'CREATE TABLE IF NOT EXISTS idempotency_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)',
         );
         const done = new Set(
-          (await client.query<Row>('SELECT version FROM idempotency_migrations')).rows.map((r) => Number(r.version)),
+          (await client.query<Row>('SELECT version FROM idempotency_migrations')).rows.map((r) =>
+            Number(r.version),
+          ),
         );
         for (const migration of MIGRATIONS) {
           if (done.has(migration.version)) continue;
@@ -389,7 +399,10 @@ export async function openIdempotencyStore(
   options: { schema?: string } = {},
 ): Promise<IdempotencyStore> {
   const store = config.databaseUrl
-    ? await postgresIdempotencyStore({ url: config.databaseUrl, ...(options.schema ? { schema: options.schema } : {}) })
+    ? await postgresIdempotencyStore({
+        url: config.databaseUrl,
+        ...(options.schema ? { schema: options.schema } : {}),
+      })
     : sqliteIdempotencyStore({ dataDir: config.dataDir });
   try {
     await store.migrate();

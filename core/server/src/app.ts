@@ -5,15 +5,15 @@ import {
   type Config,
   createApiKey,
   type Database,
-  type JobQueue,
   type IdempotencyStore,
+  type JobQueue,
   type Logger,
   listApiKeys,
-  sqliteIdempotencyStore,
   MAX_KEY_NAME,
   nextReset,
   revokeApiKey,
   secondsUntilReset,
+  sqliteIdempotencyStore,
 } from '@compresso/runtime';
 import { CompressoError } from '@compresso/schema';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -22,8 +22,8 @@ import { authOf, requireApiKey } from './auth.ts';
 import { optimizeUpload, readImageUpload, sendCompressed, setInfoHeaders } from './compress-response.ts';
 import { docsContent } from './docs.ts';
 import { errorHandler, sendError } from './errors.ts';
-import { createIdempotency, fingerprintOf } from './idempotency.ts';
 import { sendContinue } from './expect-continue.ts';
+import { createIdempotency, fingerprintOf } from './idempotency.ts';
 import { registerBatchRoutes } from './jobs/routes.ts';
 import { createMetrics, type Metrics, metricsEndpoint } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';

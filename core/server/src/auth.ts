@@ -151,9 +151,12 @@ export function requireApiKey(
       };
       // Answers the idempotency layer never reached (an unreadable upload) count as they always did.
       res.on('finish', () => {
-        if (counted || res.locals.idempotencyAnswer || res.statusCode >= 500 || res.statusCode === 429) return;
+        if (counted || res.locals.idempotencyAnswer || res.statusCode >= 500 || res.statusCode === 429)
+          return;
         counted = true;
-        db.consumeQuota(found.account.id, day, limit).catch((err) => logger.error({ err }, 'counting failed'));
+        db.consumeQuota(found.account.id, day, limit).catch((err) =>
+          logger.error({ err }, 'counting failed'),
+        );
       });
     }
     db.touchApiKey(

@@ -1,5 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { BlobStore, IdempotencyRecord, IdempotencyStore, Logger, StoredAnswer } from '@compresso/runtime';
+import type {
+  BlobStore,
+  IdempotencyRecord,
+  IdempotencyStore,
+  Logger,
+  StoredAnswer,
+} from '@compresso/runtime';
 import { CompressoError } from '@compresso/schema';
 import type { Request, Response } from 'express';
 import { authOf } from './auth.ts';
@@ -155,7 +161,14 @@ export function createIdempotency(deps: IdempotencyDeps): Idempotency {
       const deadline = Date.now() + waitMs;
       for (let pause = 10; ; pause = Math.min(pause * 2, 250)) {
         const nowMs = now().getTime();
-        const claim = await store.claim({ scope, key, fingerprint, nowMs, leaseMs, ttlMs: IDEMPOTENCY_TTL_MS });
+        const claim = await store.claim({
+          scope,
+          key,
+          fingerprint,
+          nowMs,
+          leaseMs,
+          ttlMs: IDEMPOTENCY_TTL_MS,
+        });
         if (claim.claimed) {
           purgeNow(nowMs);
           return own(req, res, scope, key, claim.token, work);
@@ -166,7 +179,15 @@ export function createIdempotency(deps: IdempotencyDeps): Idempotency {
           throw new CompressoError(
             'IDEMPOTENCY_KEY_REUSED',
             `Idempotency-Key ${JSON.stringify(key.slice(0, 60))} was used within the last 24 h for a different request (another route, file or option); use a new key for a new request.`,
-            { details: [{ field: 'Idempotency-Key', expected: 'a key not used for another request', received: key.slice(0, 100) }] },
+            {
+              details: [
+                {
+                  field: 'Idempotency-Key',
+                  expected: 'a key not used for another request',
+                  received: key.slice(0, 100),
+                },
+              ],
+            },
           );
         }
         if (record.state === 'done' && record.answer) return replay(res, record.answer);
@@ -183,7 +204,14 @@ export function createIdempotency(deps: IdempotencyDeps): Idempotency {
     },
   };
 
-  async function own(req: Request, res: Response, scope: string, key: string, token: string, work: () => Promise<void>) {
+  async function own(
+    req: Request,
+    res: Response,
+    scope: string,
+    key: string,
+    token: string,
+    work: () => Promise<void>,
+  ) {
     const id = `${scope}\n${key}`;
     const auth = authOf(res);
     try {

@@ -32,7 +32,11 @@ const MAX_FIELDS = 20;
  * limit is refused before reading a byte, and a chunked or lying body is cut off by busboy's fileSize
  * limit the moment it passes maxBytes; the partial file is dropped, never assembled.
  */
-export async function readUpload(req: IncomingMessage, res: ServerResponse, limits: UploadLimits): Promise<Upload> {
+export async function readUpload(
+  req: IncomingMessage,
+  res: ServerResponse,
+  limits: UploadLimits,
+): Promise<Upload> {
   const { files, fields } = await readMultipart(req, res, {
     kind: 'image',
     maxFileBytes: limits.maxBytes,
@@ -103,7 +107,11 @@ export function readMultipart(
     // Reserve before the 100 Continue and before reading a byte. A declared length is what the body
     // may hold; a chunked body of unknown length may grow to the whole limit, so it reserves that.
     const reservation = limits.budget.tryReserve(
-      Number.isFinite(declared) ? declared : limits.kind === 'image' ? limits.maxFileBytes : limits.maxBodyBytes,
+      Number.isFinite(declared)
+        ? declared
+        : limits.kind === 'image'
+          ? limits.maxFileBytes
+          : limits.maxBodyBytes,
       limits.owner,
     );
     if (!reservation.ok) {
@@ -241,9 +249,13 @@ export function readMultipart(
     parser.on('filesLimit', () =>
       finish(
         batch
-          ? new CompressoError('INVALID_REQUEST', `Too many files: a batch holds at most ${limits.maxFiles}.`, {
-              details: { max_items: limits.maxFiles },
-            })
+          ? new CompressoError(
+              'INVALID_REQUEST',
+              `Too many files: a batch holds at most ${limits.maxFiles}.`,
+              {
+                details: { max_items: limits.maxFiles },
+              },
+            )
           : new CompressoError('INVALID_REQUEST', 'Send exactly one file part ("file").'),
       ),
     );
@@ -252,7 +264,10 @@ export function readMultipart(
     );
     parser.on('partsLimit', () =>
       finish(
-        new CompressoError('INVALID_REQUEST', `Too many form parts (at most ${limits.maxFiles + MAX_FIELDS}).`),
+        new CompressoError(
+          'INVALID_REQUEST',
+          `Too many form parts (at most ${limits.maxFiles + MAX_FIELDS}).`,
+        ),
       ),
     );
     parser.on('error', (error: Error) =>

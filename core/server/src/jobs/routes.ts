@@ -3,8 +3,8 @@ import { type CompressOptions, CompressoError, parseCompressOptions } from '@com
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { authOf } from '../auth.ts';
-import { fingerprintOf, type Idempotency } from '../idempotency.ts';
 import { sendContinue } from '../expect-continue.ts';
+import { fingerprintOf, type Idempotency } from '../idempotency.ts';
 import type { UploadBudget } from '../upload-budget.ts';
 import { batchItemJob, batchView, inputKey, newBatchId, outputKey, ownBatch } from './batch.ts';
 import { type BatchUpload, readBatchUpload } from './batch-upload.ts';
