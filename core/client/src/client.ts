@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import {
   AbortError,
@@ -9,6 +10,7 @@ import {
   RateLimitError,
 } from './errors.ts';
 import { type PreparedInput, prepareInput } from './input.ts';
+import { Jobs } from './jobs.ts';
 import {
   besideInput,
   EXTENSIONS,
@@ -66,6 +68,11 @@ interface CallSpec {
    * when the answer proves nothing was done (408, 429, 503), never after a lost connection.
    */
   idempotent: boolean;
+  /**
+   * Send an `Idempotency-Key` (the caller's `idempotencyKey`, else a new one for this call) on every
+   * attempt: the server answers a retry with the first answer, counted once (compress, info, jobs).
+   */
+  idempotencyKey?: boolean;
 }
 
 interface KeyWire {
@@ -172,7 +179,7 @@ function fields(options: ImageOptions): Record<string, string> {
 }
 
 const IMAGE_OPTIONS = ['format', 'quality', 'maxDimension', 'stripExif', 'pngToJpeg', 'filename'];
-const REQUEST_OPTIONS = ['signal', 'timeout', 'maxRetries'];
+const REQUEST_OPTIONS = ['signal', 'timeout', 'maxRetries', 'idempotencyKey'];
 const KNOWN_OPTIONS = {
   info: new Set([...IMAGE_OPTIONS, ...REQUEST_OPTIONS]),
   compress: new Set([...IMAGE_OPTIONS, ...REQUEST_OPTIONS, 'output', 'overwrite']),
@@ -302,6 +309,8 @@ function retryDecision(error: CompressoError, idempotent: boolean): boolean {
   if (shouldRetry === 'false') return false;
   if (error.code === 'QUOTA_EXCEEDED') return false;
   if (shouldRetry === 'true') return true;
+  // The first request with this Idempotency-Key is still running: its answer comes on a retry.
+  if (error.code === 'IDEMPOTENCY_KEY_IN_USE') return true;
   const status = error.status ?? 0;
   if (status === 408) return true;
   if (status === 429) return error instanceof RateLimitError && error.retryAfter !== undefined;
@@ -318,6 +327,8 @@ function retryDecision(error: CompressoError, idempotent: boolean): boolean {
 export class Compresso {
   readonly baseUrl: string;
   readonly keys: Keys;
+  /** Server-side batch jobs (POST /api/v1/jobs): create, get, wait, download. */
+  readonly jobs: Jobs;
   readonly timeout: number;
   readonly maxRetries: number;
   readonly maxUploadBytes: number;
@@ -364,6 +375,7 @@ export class Compresso {
       options.fetch ?? (typeof globalThis.fetch === 'function' ? globalThis.fetch : undefined);
     this.#transport = fetchImpl ? fetchTransport(fetchImpl) : httpTransport();
     this.keys = new Keys(this);
+    this.jobs = new Jobs(this, fields);
   }
 
   /** POST /api/v1/compress: the compressed bytes, written to a file as `output` says, and the facts. */
@@ -390,6 +402,7 @@ export class Compresso {
         multipart: { file: prepared, fields: fields(options) },
         accept: '*/*',
         idempotent: true,
+        idempotencyKey: true,
       },
       options,
     );
@@ -458,6 +471,7 @@ export class Compresso {
         multipart: { file: prepared, fields: fields(options) },
         accept: 'application/json',
         idempotent: true,
+        idempotencyKey: true,
       },
       options,
     );
@@ -575,6 +589,27 @@ export class Compresso {
       ...(spec.multipart ? { multipart: spec.multipart } : {}),
       ...(spec.json !== undefined ? { json: spec.json } : {}),
     };
+    if (spec.idempotencyKey) {
+      // One key per logical call, the same on each retry below: that is what makes retrying a
+      // submission after a lost answer safe (the server replays the first answer, counted once).
+      const given = options.idempotencyKey;
+      if (given !== undefined && (typeof given !== 'string' || !/^[\x21-\x7e]{1,255}$/.test(given))) {
+        throw new BadRequestError(
+          'INVALID_OPTION',
+          `idempotencyKey: expected 1 to 255 visible ASCII characters, received ${JSON.stringify(given)}.`,
+          {
+            details: [
+              {
+                field: 'idempotencyKey',
+                expected: '1 to 255 visible ASCII characters',
+                received: String(given),
+              },
+            ],
+          },
+        );
+      }
+      wire.headers['idempotency-key'] = given ?? randomUUID();
+    }
     for (let attempt = 0; ; attempt++) {
       let error: CompressoError;
       try {

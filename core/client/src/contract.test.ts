@@ -49,7 +49,10 @@ const CLASS_BY_STATUS: Record<number, unknown> = {
   429: RateLimitError,
 };
 /** Codes whose class is not their status family's, each for a reason given in errors.ts. */
-const CLASS_BY_CODE: Record<string, unknown> = { URL_FETCH_FAILED: BadRequestError };
+const CLASS_BY_CODE: Record<string, unknown> = {
+  URL_FETCH_FAILED: BadRequestError,
+  IDEMPOTENCY_KEY_REUSED: BadRequestError,
+};
 
 describe('the client follows @compresso/schema', () => {
   it('types: InfoResult and the formats are the same as the schema’s', () => {

@@ -51,7 +51,7 @@ export class AuthenticationError extends CompressoError {}
 /** 403: the account's plan does not include the API (`PLAN_REQUIRED`), or `FORBIDDEN`. */
 export class PermissionError extends CompressoError {}
 
-/** 400, 405, 409 (and `URL_FETCH_FAILED`): a bad option (`INVALID_OPTION`, with `details` naming the field), a bad request. */
+/** 400, 405, 409 (and `URL_FETCH_FAILED`, `IDEMPOTENCY_KEY_REUSED`): a bad option (`INVALID_OPTION`, with `details` naming the field), a bad request. */
 export class BadRequestError extends CompressoError {}
 
 /** 404: an unknown key id (or route). */
@@ -118,6 +118,10 @@ export const BY_CODE: Record<string, ErrorClass> = {
   URL_FETCH_FAILED: BadRequestError,
   METHOD_NOT_ALLOWED: BadRequestError,
   CONFLICT: BadRequestError,
+  // 409: the first request with this Idempotency-Key is still running; retried (see retryDecision).
+  IDEMPOTENCY_KEY_IN_USE: BadRequestError,
+  // 422 like the image failures, but it is the request (a key reused for another one) to fix.
+  IDEMPOTENCY_KEY_REUSED: BadRequestError,
   NOT_FOUND: NotFoundError,
   REQUEST_TIMEOUT: TimeoutError,
   FILE_TOO_LARGE: TooLargeError,

@@ -15,6 +15,7 @@ export {
   TooLargeError,
   UnsupportedImageError,
 } from './errors.ts';
+export { Jobs } from './jobs.ts';
 export { dispositionFileName, safeExtension, safeFileName } from './safe-name.ts';
 export type {
   ApiKey,
@@ -26,15 +27,22 @@ export type {
   CompressoErrorLike,
   CompressResult,
   CreatedApiKey,
+  CreateJobOptions,
   CreateKeyOptions,
+  DownloadJobOptions,
   ImageInput,
   ImageOptions,
   InfoOptions,
   InfoResult,
   InputFormat,
+  Job,
+  JobDownload,
+  JobItem,
+  JobProgress,
   OutputFormat,
   RequestOptions,
   RevokedApiKey,
   Usage,
+  WaitJobOptions,
 } from './types.ts';
 export { VERSION } from './version.ts';

@@ -10,11 +10,19 @@ export interface WireRequest {
    */
   server: string;
   headers: Record<string, string>;
+  /** One `file` part (compress, info) or several (`files`, a job), after the option fields. */
   multipart?: {
-    file: { bytes: Uint8Array; filename: string; contentType: string };
+    file?: WireFile;
+    files?: readonly WireFile[];
     fields: Record<string, string>;
   };
   json?: unknown;
+}
+
+export interface WireFile {
+  bytes: Uint8Array;
+  filename: string;
+  contentType: string;
 }
 
 export interface WireResponse {
@@ -61,6 +69,10 @@ function loadFormData(): Promise<new () => FormDataPackage> {
   return formDataPackage;
 }
 
+function filesOf(part: NonNullable<WireRequest['multipart']>): readonly WireFile[] {
+  return [...(part.file ? [part.file] : []), ...(part.files ?? [])];
+}
+
 async function encodedBody(
   request: WireRequest,
   native: boolean,
@@ -73,18 +85,20 @@ async function encodedBody(
   if (native && typeof FormData === 'function' && typeof Blob === 'function') {
     const form = new FormData();
     for (const [name, value] of Object.entries(part.fields)) form.append(name, value);
-    const { bytes, filename, contentType } = part.file;
-    form.append('file', new Blob([bytes as Uint8Array<ArrayBuffer>], { type: contentType }), filename);
+    for (const { bytes, filename, contentType } of filesOf(part)) {
+      form.append('file', new Blob([bytes as Uint8Array<ArrayBuffer>], { type: contentType }), filename);
+    }
     return { body: form, headers: {} };
   }
   const FormDataClass = await loadFormData();
   const form = new FormDataClass();
   for (const [name, value] of Object.entries(part.fields)) form.append(name, value);
-  const { bytes, filename, contentType } = part.file;
-  form.append('file', Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), {
-    filename,
-    contentType,
-  });
+  for (const { bytes, filename, contentType } of filesOf(part)) {
+    form.append('file', Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), {
+      filename,
+      contentType,
+    });
+  }
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(form.getHeaders())) headers[name.toLowerCase()] = value;
   return { body: form.getBuffer(), headers };

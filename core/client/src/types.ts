@@ -47,6 +47,12 @@ export interface RequestOptions {
   timeout?: number;
   /** Overrides the client's `maxRetries`. */
   maxRetries?: number;
+  /**
+   * The `Idempotency-Key` of a submission (compress, info, jobs.create); default: a new random one
+   * per call, sent again on each of its retries. Give your own to make a retry across processes
+   * (after a crash, say) safe too: within 24 h the server answers it with the first answer.
+   */
+  idempotencyKey?: string;
 }
 
 /** Compression options, camelCase (the server's fields are snake_case). */
@@ -224,3 +230,77 @@ export interface Usage {
 export interface CreateKeyOptions extends RequestOptions {
   name?: string;
 }
+
+/**
+ * A server-side batch job (POST /api/v1/jobs), camelCase. "Job" is the word for work the server
+ * runs for you; `compressBatch()` is the client-side fan-out of single compress requests.
+ */
+export interface Job {
+  id: string;
+  /** `completed` once every item is done or failed. */
+  status: 'queued' | 'running' | 'completed';
+  createdAt: string;
+  /** Where to poll it (`/api/v1/jobs/{id}`). */
+  statusUrl: string;
+  /** The compress options every item ran with, as the server parsed them (snake_case). */
+  options: Record<string, unknown>;
+  progress: JobProgress;
+  items: JobItem[];
+}
+
+export interface JobProgress {
+  total: number;
+  done: number;
+  failed: number;
+  queued: number;
+  percent: number;
+}
+
+export interface JobItem {
+  index: number;
+  /** The uploaded file's name, or the name taken from the URL. */
+  name: string;
+  /** The source URL, for jobs made from URLs. */
+  url?: string;
+  status: 'queued' | 'done' | 'failed';
+  inputSize: number | null;
+  outputSize: number | null;
+  savingsPercent: number | null;
+  format: OutputFormat | null;
+  /** The server's file name for the result (`<name>.<extension>`). */
+  outputName: string | null;
+  width: number | null;
+  height: number | null;
+  /** Why the item failed (an error code of the table and a message). */
+  error: { code: string; message: string } | null;
+  downloadUrl: string | null;
+  finishedAt: string | null;
+}
+
+export interface CreateJobOptions extends RequestOptions {
+  /** Images to upload (paths, bytes, Blobs, streams): one item each. Exactly one of files and urls. */
+  files?: readonly ImageInput[];
+  /** http(s) URLs for the server to fetch: one item each. */
+  urls?: readonly string[];
+  /** The compress options for every item (camelCase, as for compress()); `filename` is ignored. */
+  options?: ImageOptions;
+}
+
+export interface WaitJobOptions extends RequestOptions {
+  /** Called with the first state seen and after each change of progress. */
+  onProgress?: (job: Job) => void;
+  /** Milliseconds between polls when the server sends no Retry-After (default 1000). */
+  pollInterval?: number;
+}
+
+export interface DownloadJobOptions extends RequestOptions {
+  /** Directory for the results, created when missing. */
+  outputDir: string;
+  /** Downloads in flight at once (default 4). */
+  concurrency?: number;
+}
+
+/** One item's download, in item order. */
+export type JobDownload =
+  | { index: number; name: string; ok: true; path: string; size: number; item: JobItem; error?: undefined }
+  | { index: number; name: string; ok: false; path?: undefined; error: CompressoErrorLike; item: JobItem };

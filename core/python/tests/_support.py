@@ -278,7 +278,8 @@ class recorded_sleeps:  # noqa: N801 - used as a context manager, like unittest.
     def __enter__(self) -> List[float]:
         import types
 
-        from compresso import client as client_module
+        # The retry loop lives in the transport module (compresso._transport) since client.py was split.
+        from compresso import _transport as client_module
 
         self._module = client_module
         self._time = client_module.time

@@ -17,6 +17,8 @@ export const ERROR_STATUS = {
   METHOD_NOT_ALLOWED: 405,
   REQUEST_TIMEOUT: 408,
   CONFLICT: 409,
+  /** A request with the same Idempotency-Key is still running (and did not finish within the wait). */
+  IDEMPOTENCY_KEY_IN_USE: 409,
   FILE_TOO_LARGE: 413,
   UNSUPPORTED_FORMAT: 415,
   NOT_AN_IMAGE: 415,
@@ -26,6 +28,8 @@ export const ERROR_STATUS = {
   TOO_MANY_FRAMES: 422,
   PROCESSING_TIMEOUT: 422,
   URL_FETCH_FAILED: 422,
+  /** The Idempotency-Key was used within 24 h for a different request (route, file or options). */
+  IDEMPOTENCY_KEY_REUSED: 422,
   QUOTA_EXCEEDED: 429,
   RATE_LIMITED: 429,
   INTERNAL_ERROR: 500,

@@ -5,6 +5,7 @@ import {
   type Config,
   createApiKey,
   type Database,
+  type IdempotencyStore,
   type JobQueue,
   type Logger,
   listApiKeys,
@@ -12,15 +13,17 @@ import {
   nextReset,
   revokeApiKey,
   secondsUntilReset,
+  sqliteIdempotencyStore,
 } from '@compresso/runtime';
 import { CompressoError } from '@compresso/schema';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { authOf, requireApiKey } from './auth.ts';
-import { compressUpload, sendCompressed, setInfoHeaders } from './compress-response.ts';
+import { optimizeUpload, readImageUpload, sendCompressed, setInfoHeaders } from './compress-response.ts';
 import { docsContent } from './docs.ts';
 import { errorHandler, sendError } from './errors.ts';
 import { sendContinue } from './expect-continue.ts';
+import { createIdempotency, fingerprintOf } from './idempotency.ts';
 import { registerBatchRoutes } from './jobs/routes.ts';
 import { createMetrics, type Metrics, metricsEndpoint } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
@@ -47,6 +50,11 @@ export interface AppDeps {
    * so a run that crosses 00:00 UTC neither breaks them nor goes untested.
    */
   now?: () => Date;
+  /**
+   * Where first answers to `Idempotency-Key` requests are kept (see idempotency.ts). Without one, an
+   * in-memory SQLite store serves this app alone: exact within the process, not across processes.
+   */
+  idempotency?: IdempotencyStore;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -71,8 +79,16 @@ const ROUTES: Record<string, string[]> = {
   '/api/v1/jobs/:id/items/:index': ['GET'],
 };
 
+function defaultIdempotencyStore(logger: Logger): IdempotencyStore {
+  const store = sqliteIdempotencyStore({ path: ':memory:' });
+  // Synchronous underneath (node:sqlite): the table exists before the first request.
+  store.migrate().catch((err) => logger.error({ err }, 'idempotency store migration failed'));
+  return store;
+}
+
 export function createApp(deps: AppDeps): express.Express {
   const { engine, db, logger, config } = deps;
+  const idempotencyStore = deps.idempotency ?? defaultIdempotencyStore(logger);
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -151,18 +167,33 @@ export function createApp(deps: AppDeps): express.Express {
     budget: createUploadBudget(config.uploadMemoryBytes),
   };
 
-  const runEngine = (req: Request, res: Response) =>
-    compressUpload(engine, req, res, { ...uploadLimits, owner: authOf(res).account.id });
+  // Compress, info and jobs take an Idempotency-Key: counted once it is claimed, answered once.
+  const authIdempotent = requireApiKey({ db, config, logger, now }, { idempotent: true });
+  const idempotency = createIdempotency({
+    store: idempotencyStore,
+    blobs: deps.blobs,
+    logger,
+    now,
+  });
+  const readImage = (req: Request, res: Response) =>
+    readImageUpload(req, res, { ...uploadLimits, owner: authOf(res).account.id });
+  const imageFingerprint = (req: Request, upload: Awaited<ReturnType<typeof readImage>>) =>
+    fingerprintOf(req, { fields: upload.fields, files: [{ name: upload.filename, bytes: upload.file }] });
 
-  app.post('/api/v1/compress', auth, async (req, res) => {
-    const { upload, output } = await runEngine(req, res);
-    sendCompressed(res, upload, output);
+  app.post('/api/v1/compress', authIdempotent, async (req, res) => {
+    const upload = await readImage(req, res);
+    await idempotency.run(req, res, imageFingerprint(req, upload), async () => {
+      sendCompressed(res, upload, await optimizeUpload(engine, upload));
+    });
   });
 
-  app.post('/api/v1/info', auth, async (req, res) => {
-    const { output } = await runEngine(req, res);
-    setInfoHeaders(res, output.info);
-    res.json(output.info);
+  app.post('/api/v1/info', authIdempotent, async (req, res) => {
+    const upload = await readImage(req, res);
+    await idempotency.run(req, res, imageFingerprint(req, upload), async () => {
+      const output = await optimizeUpload(engine, upload);
+      setInfoHeaders(res, output.info);
+      res.json(output.info);
+    });
   });
 
   const continueBody = (req: Request, res: Response, next: NextFunction) => {
@@ -211,7 +242,8 @@ export function createApp(deps: AppDeps): express.Express {
     queue: deps.queue,
     blobs: deps.blobs,
     budget: uploadLimits.budget,
-    auth,
+    auth: authIdempotent,
+    idempotency,
     authNoCount: requireApiKey({ db, config, logger, now }, { count: false }),
   });
 

@@ -14,6 +14,7 @@ import {
 } from '@compresso/runtime';
 import { CompressoError } from '@compresso/schema';
 import type { Request, RequestHandler, Response } from 'express';
+import { idempotencyKeyOf } from './idempotency-key.ts';
 
 export interface AuthState {
   account: Account;
@@ -23,6 +24,11 @@ export interface AuthState {
   day: string;
   /** When the quota was read: what `day` and the reset are computed from (one reading at midnight). */
   at: Date;
+  /**
+   * Counts the request now, once (429 when the quota is used up); set only when counting was
+   * deferred to the idempotency layer (`AuthOptions.idempotent` and an Idempotency-Key header).
+   */
+  countNow?: () => Promise<void>;
 }
 
 export function authOf(res: Response): AuthState {
@@ -45,6 +51,11 @@ export interface AuthOptions {
    * the batch's items were counted when it was submitted, and polling must not burn the quota.
    */
   count?: boolean;
+  /**
+   * The route is idempotent by `Idempotency-Key` (compress, info, jobs): with the header, counting
+   * waits until the idempotency layer claims the key (`AuthState.countNow`), so a replay is free.
+   */
+  idempotent?: boolean;
 }
 
 /**
@@ -90,27 +101,62 @@ export function requireApiKey(
     // The quota's day, its reset and Retry-After all come from this one reading of the clock.
     const now = clock();
     const day = quotaDay(now);
-    const quota =
-      options.count === false
-        ? { allowed: true, used: await db.usageOn(found.account.id, day), counted: false }
-        : { ...(await db.consumeQuota(found.account.id, day, plan.dailyRequests)), counted: true };
+    const limit = plan.dailyRequests;
     const reset = secondsUntilReset(now);
-    res.setHeader('RateLimit-Limit', String(plan.dailyRequests));
-    res.setHeader('RateLimit-Remaining', String(Math.max(0, plan.dailyRequests - quota.used)));
-    res.setHeader('RateLimit-Reset', String(reset));
-    if (!quota.allowed && !options.allowOverQuota) {
+    const rateHeaders = (used: number) => {
+      res.setHeader('RateLimit-Limit', String(limit));
+      res.setHeader('RateLimit-Remaining', String(Math.max(0, limit - used)));
+      res.setHeader('RateLimit-Reset', String(reset));
+    };
+    const refuse = (used: number) => {
       res.setHeader('Retry-After', String(reset));
-      throw new CompressoError(
+      return new CompressoError(
         'QUOTA_EXCEEDED',
-        `The daily quota of ${plan.dailyRequests} API requests is used up; it resets at 00:00 UTC (${nextReset(now).toISOString()}).`,
-        { details: { limit: plan.dailyRequests, used: quota.used, resets_at: nextReset(now).toISOString() } },
+        `The daily quota of ${limit} API requests is used up; it resets at 00:00 UTC (${nextReset(now).toISOString()}).`,
+        { details: { limit, used, resets_at: nextReset(now).toISOString() } },
       );
-    }
-    if (quota.allowed && quota.counted) {
+    };
+    const refundOn5xx = () => {
       res.on('finish', () => {
         if (res.statusCode >= 500) {
           db.refundQuota(found.account.id, day).catch((err) => logger.error({ err }, 'quota refund failed'));
         }
+      });
+    };
+    // A request carrying Idempotency-Key is counted by the idempotency layer once it has claimed the
+    // key (idempotency.ts): a retry answered from the first answer is not counted again.
+    const deferred = options.idempotent === true && idempotencyKeyOf(req) !== undefined;
+    let used: number;
+    if (options.count === false || deferred) {
+      used = await db.usageOn(found.account.id, day);
+      rateHeaders(used);
+    } else {
+      const quota = await db.consumeQuota(found.account.id, day, limit);
+      used = quota.used;
+      rateHeaders(used);
+      if (!quota.allowed && !options.allowOverQuota) throw refuse(used);
+      if (quota.allowed) refundOn5xx();
+    }
+    const state: AuthState = { account: found.account, key: found.key, limit, used, day, at: now };
+    if (deferred) {
+      let counted = false;
+      state.countNow = async () => {
+        if (counted) return;
+        counted = true;
+        const quota = await db.consumeQuota(found.account.id, day, limit);
+        state.used = quota.used;
+        rateHeaders(quota.used);
+        if (!quota.allowed) throw refuse(quota.used);
+        refundOn5xx();
+      };
+      // Answers the idempotency layer never reached (an unreadable upload) count as they always did.
+      res.on('finish', () => {
+        if (counted || res.locals.idempotencyAnswer || res.statusCode >= 500 || res.statusCode === 429)
+          return;
+        counted = true;
+        db.consumeQuota(found.account.id, day, limit).catch((err) =>
+          logger.error({ err }, 'counting failed'),
+        );
       });
     }
     db.touchApiKey(
@@ -118,14 +164,7 @@ export function requireApiKey(
       now.toISOString(),
       new Date(now.getTime() - TOUCH_INTERVAL_MS).toISOString(),
     ).catch((err) => logger.error({ err }, 'recording key use failed'));
-    res.locals.auth = {
-      account: found.account,
-      key: found.key,
-      limit: plan.dailyRequests,
-      used: quota.used,
-      day,
-      at: now,
-    } satisfies AuthState;
+    res.locals.auth = state;
     next();
   };
 }

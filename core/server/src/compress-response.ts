@@ -20,14 +20,26 @@ export async function compressUpload(
   res: Response,
   limits: UploadLimits,
 ): Promise<{ upload: Upload; output: OptimizeOutput }> {
+  const upload = await readImageUpload(req, res, limits);
+  return { upload, output: await optimizeUpload(engine, upload) };
+}
+
+/** The upload with its image, or MISSING_FILE. */
+export async function readImageUpload(
+  req: Request,
+  res: Response,
+  limits: UploadLimits,
+): Promise<Upload & { file: Buffer }> {
   const upload = await readUpload(req, res, limits);
   if (!upload.file) {
     throw new CompressoError('MISSING_FILE', 'file: expected an image in a multipart part named "file".');
   }
-  // Validate before queueing for the engine: a bad option is answered without touching sharp.
-  const options = parseCompressOptions(upload.fields);
-  const output = await engine.optimize(upload.file, options);
-  return { upload, output };
+  return upload as Upload & { file: Buffer };
+}
+
+/** Validate the options, then run the engine: a bad option is answered without touching sharp. */
+export function optimizeUpload(engine: Engine, upload: Upload & { file: Buffer }): Promise<OptimizeOutput> {
+  return engine.optimize(upload.file, parseCompressOptions(upload.fields));
 }
 
 export function outputName(uploaded: string | undefined, info: InfoResult): string {

@@ -32,25 +32,86 @@ const MAX_FIELDS = 20;
  * limit is refused before reading a byte, and a chunked or lying body is cut off by busboy's fileSize
  * limit the moment it passes maxBytes; the partial file is dropped, never assembled.
  */
-export function readUpload(req: IncomingMessage, res: ServerResponse, limits: UploadLimits): Promise<Upload> {
+export async function readUpload(
+  req: IncomingMessage,
+  res: ServerResponse,
+  limits: UploadLimits,
+): Promise<Upload> {
+  const { files, fields } = await readMultipart(req, res, {
+    kind: 'image',
+    maxFileBytes: limits.maxBytes,
+    maxBodyBytes: limits.maxBytes + FRAMING_SLACK,
+    maxFiles: 1,
+    idleTimeoutMs: limits.idleTimeoutMs,
+    ...(limits.budget ? { budget: limits.budget } : {}),
+    ...(limits.owner ? { owner: limits.owner } : {}),
+  });
+  return { file: files[0]?.bytes, filename: files[0]?.filename, fields };
+}
+
+export interface MultipartFile {
+  /** As the client sent it (may hold a path or nothing); callers clean it for their use. */
+  filename: string | undefined;
+  bytes: Buffer;
+}
+
+export interface MultipartLimits {
+  /**
+   * Whose words the errors use: `image` for the one-file routes (compress, info, the web page),
+   * `batch` for POST /api/v1/jobs (many files, which may also be sent as JSON URLs).
+   */
+  kind: 'image' | 'batch';
+  /** Largest single file. */
+  maxFileBytes: number;
+  /** Largest whole body: every file is held in memory until the caller is done with it. */
+  maxBodyBytes: number;
+  maxFiles: number;
+  idleTimeoutMs: number;
+  budget?: UploadBudget;
+  owner?: string;
+}
+
+/**
+ * The one multipart reader of the server (single images and batches alike): `file` parts into
+ * memory, the other parts as option fields, within limits checked in this order — the Content-Type
+ * before anything; a declared Content-Length over the body limit before reading a byte; the bytes
+ * reserved in the shared upload budget (and the `100 Continue` sent) only then; while streaming, a
+ * file past its limit or a body past its total is cut off and dropped, a body that stalls answers
+ * 408, and a client that goes away (aborted, or closed before the end) ends the read at once so
+ * nothing it sent is kept.
+ */
+export function readMultipart(
+  req: IncomingMessage,
+  res: ServerResponse,
+  limits: MultipartLimits,
+): Promise<{ files: MultipartFile[]; fields: Record<string, string> }> {
+  const batch = limits.kind === 'batch';
   const contentType = req.headers['content-type'] ?? '';
   if (!/^multipart\/form-data\b/i.test(contentType)) {
+    const received = JSON.stringify(contentType || 'none');
     return Promise.reject(
       new CompressoError(
         'INVALID_REQUEST',
-        `Expected a multipart/form-data body with a "file" part, received Content-Type ${JSON.stringify(contentType || 'none')}.`,
+        batch
+          ? `Expected multipart/form-data with "file" parts, or JSON {"urls": […]}; received Content-Type ${received}.`
+          : `Expected a multipart/form-data body with a "file" part, received Content-Type ${received}.`,
       ),
     );
   }
+  const bodyTooLarge = () => (batch ? batchTooLarge(limits.maxBodyBytes) : tooLarge(limits.maxFileBytes));
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limits.maxBytes + FRAMING_SLACK) {
-    return Promise.reject(tooLarge(limits.maxBytes));
+  if (Number.isFinite(declared) && declared > limits.maxBodyBytes) {
+    return Promise.reject(bodyTooLarge());
   }
   if (limits.budget) {
     // Reserve before the 100 Continue and before reading a byte. A declared length is what the body
     // may hold; a chunked body of unknown length may grow to the whole limit, so it reserves that.
     const reservation = limits.budget.tryReserve(
-      Number.isFinite(declared) ? declared : limits.maxBytes,
+      Number.isFinite(declared)
+        ? declared
+        : limits.kind === 'image'
+          ? limits.maxFileBytes
+          : limits.maxBodyBytes,
       limits.owner,
     );
     if (!reservation.ok) {
@@ -70,16 +131,16 @@ export function readUpload(req: IncomingMessage, res: ServerResponse, limits: Up
   }
   sendContinue(req, res);
 
-  return new Promise<Upload>((resolve, reject) => {
+  return new Promise((resolve, reject) => {
     let parser: busboy.Busboy;
     try {
       parser = busboy({
         headers: req.headers,
         limits: {
-          fileSize: limits.maxBytes,
-          files: 1,
+          fileSize: limits.maxFileBytes,
+          files: limits.maxFiles,
           fields: MAX_FIELDS,
-          parts: MAX_FIELDS + 1,
+          parts: limits.maxFiles + MAX_FIELDS,
           fieldSize: MAX_FIELD_BYTES,
           fieldNameSize: 100,
         },
@@ -90,12 +151,14 @@ export function readUpload(req: IncomingMessage, res: ServerResponse, limits: Up
       );
       return;
     }
-    const chunks: Buffer[] = [];
+    const files: MultipartFile[] = [];
     const fields: Record<string, string> = {};
-    let filename: string | undefined;
-    let sawFile = false;
+    let total = 0;
     let settled = false;
     let idle: NodeJS.Timeout | undefined;
+    // Files still streaming: the parser may close before the last file's stream has ended.
+    let open = 0;
+    let parserClosed = false;
 
     const finish = (error: CompressoError | undefined) => {
       if (settled) return;
@@ -110,11 +173,11 @@ export function readUpload(req: IncomingMessage, res: ServerResponse, limits: Up
         req.unpipe(parser);
         parser.removeAllListeners();
         parser.on('error', () => {});
-        chunks.length = 0;
+        files.length = 0;
         req.resume();
         reject(error);
       } else {
-        resolve({ file: sawFile ? Buffer.concat(chunks) : undefined, filename, fields });
+        resolve({ files, fields });
       }
     };
     const armIdle = () => {
@@ -148,17 +211,35 @@ export function readUpload(req: IncomingMessage, res: ServerResponse, limits: Up
         finish(
           new CompressoError(
             'INVALID_REQUEST',
-            `Unexpected file part ${JSON.stringify(name)}: send the image as "file".`,
+            `Unexpected file part ${JSON.stringify(name)}: send ${batch ? 'each image' : 'the image'} as "file".`,
           ),
         );
         return;
       }
-      sawFile = true;
-      filename = info.filename;
+      const index = files.length + open;
+      const chunks: Buffer[] = [];
+      open++;
       stream.on('data', (chunk: Buffer) => {
+        total += chunk.length;
+        if (total > limits.maxBodyBytes) finish(bodyTooLarge());
         if (!settled) chunks.push(chunk);
       });
-      stream.on('limit', () => finish(tooLarge(limits.maxBytes)));
+      stream.on('limit', () =>
+        finish(
+          batch
+            ? new CompressoError(
+                'FILE_TOO_LARGE',
+                `file ${index} (${JSON.stringify(info.filename ?? '')}): larger than the limit of ${limits.maxFileBytes} bytes.`,
+                { details: { limit_bytes: limits.maxFileBytes, index } },
+              )
+            : tooLarge(limits.maxFileBytes),
+        ),
+      );
+      stream.on('end', () => {
+        open--;
+        if (!settled) files.push({ filename: info.filename, bytes: Buffer.concat(chunks) });
+        if (parserClosed && open === 0) finish(undefined);
+      });
     });
     parser.on('field', (name, value, info) => {
       const problem = formFieldProblem(fields, name, value, info);
@@ -166,20 +247,46 @@ export function readUpload(req: IncomingMessage, res: ServerResponse, limits: Up
       else fields[name] = value;
     });
     parser.on('filesLimit', () =>
-      finish(new CompressoError('INVALID_REQUEST', 'Send exactly one file part ("file").')),
+      finish(
+        batch
+          ? new CompressoError(
+              'INVALID_REQUEST',
+              `Too many files: a batch holds at most ${limits.maxFiles}.`,
+              {
+                details: { max_items: limits.maxFiles },
+              },
+            )
+          : new CompressoError('INVALID_REQUEST', 'Send exactly one file part ("file").'),
+      ),
     );
     parser.on('fieldsLimit', () =>
       finish(new CompressoError('INVALID_REQUEST', `Too many form fields (at most ${MAX_FIELDS}).`)),
     );
     parser.on('partsLimit', () =>
-      finish(new CompressoError('INVALID_REQUEST', `Too many form parts (at most ${MAX_FIELDS + 1}).`)),
+      finish(
+        new CompressoError(
+          'INVALID_REQUEST',
+          `Too many form parts (at most ${limits.maxFiles + MAX_FIELDS}).`,
+        ),
+      ),
     );
     parser.on('error', (error: Error) =>
       finish(new CompressoError('INVALID_REQUEST', `Malformed multipart body: ${error.message}`)),
     );
-    parser.on('close', () => finish(undefined));
+    parser.on('close', () => {
+      parserClosed = true;
+      if (open === 0) finish(undefined);
+    });
     req.pipe(parser);
   });
+}
+
+function batchTooLarge(maxBytes: number): CompressoError {
+  return new CompressoError(
+    'FILE_TOO_LARGE',
+    `The batch is larger than the limit of ${maxBytes} bytes for all its files together; send it in smaller batches.`,
+    { details: { limit_bytes: maxBytes } },
+  );
 }
 
 function tooLarge(maxBytes: number): CompressoError {

@@ -20,6 +20,7 @@ import {
   createLogger,
   createPromoCode,
   type Database,
+  type IdempotencyStore,
   type JobQueue,
   type Logger,
   loadConfig,
@@ -58,6 +59,8 @@ export async function startTestServer(
     blobs?: BlobStore;
     /** The app's clock (quota day, throttle windows; see AppDeps.now); the system clock when not given. */
     now?: () => Date;
+    /** Where Idempotency-Key answers are kept; an in-memory store of this app's own when not given. */
+    idempotency?: IdempotencyStore;
   } = { dbPath: ':memory:' },
 ): Promise<TestServer> {
   const config = loadConfig({}, { logLevel: 'info', maxUploadBytes: 1024 * 1024, ...options.overrides });
@@ -84,6 +87,7 @@ export async function startTestServer(
     ...(options.queue ? { queue: options.queue } : {}),
     ...(options.blobs ? { blobs: options.blobs } : {}),
     ...(options.now ? { now: options.now } : {}),
+    ...(options.idempotency ? { idempotency: options.idempotency } : {}),
   });
   const server = createHttpServer(app, config);
   await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 2048 }, resolve));

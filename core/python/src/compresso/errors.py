@@ -87,7 +87,7 @@ class PermissionDeniedError(APIError):
 class BadRequestError(APIError):
     """400 and other refusals of the request itself: INVALID_OPTION (``details`` names each field,
     what it accepts and what was received), MISSING_FILE, INVALID_REQUEST, URL_NOT_ALLOWED,
-    URL_FETCH_FAILED, METHOD_NOT_ALLOWED, CONFLICT."""
+    URL_FETCH_FAILED, METHOD_NOT_ALLOWED, CONFLICT, IDEMPOTENCY_KEY_IN_USE, IDEMPOTENCY_KEY_REUSED."""
 
     @property
     def fields(self) -> list:
@@ -165,6 +165,10 @@ _BY_CODE: Dict[str, Type[CompressoError]] = {
     "URL_NOT_ALLOWED": BadRequestError,
     # 422 like the image failures, but no image arrived: the request (its URL) is what to fix.
     "URL_FETCH_FAILED": BadRequestError,
+    # 409: the first request with this Idempotency-Key is still running; the client retries it.
+    "IDEMPOTENCY_KEY_IN_USE": BadRequestError,
+    # 422 like the image failures, but the request (a key reused for another one) is what to fix.
+    "IDEMPOTENCY_KEY_REUSED": BadRequestError,
     "REQUEST_TIMEOUT": APITimeoutError,
     "NOT_FOUND": NotFoundError,
     "FILE_TOO_LARGE": TooLargeError,

@@ -4,9 +4,10 @@ import express, { type Request, type RequestHandler, type Response } from 'expre
 import { z } from 'zod';
 import { authOf } from '../auth.ts';
 import { sendContinue } from '../expect-continue.ts';
+import { fingerprintOf, type Idempotency } from '../idempotency.ts';
 import type { UploadBudget } from '../upload-budget.ts';
 import { batchItemJob, batchView, inputKey, newBatchId, outputKey, ownBatch } from './batch.ts';
-import { readBatchUpload } from './batch-upload.ts';
+import { type BatchUpload, readBatchUpload } from './batch-upload.ts';
 import { checkLiteralHost, checkUrlSyntax, nameFromUrl } from './url-fetch.ts';
 
 export interface BatchRouteDeps {
@@ -16,8 +17,9 @@ export interface BatchRouteDeps {
   queue: JobQueue | undefined;
   blobs: BlobStore | undefined;
   budget: UploadBudget;
-  /** Counts the request (like every API call). */
+  /** Counts the request (like every API call), or defers that to `idempotency` (Idempotency-Key). */
   auth: RequestHandler;
+  idempotency: Idempotency;
   /** Authenticates without counting: progress and downloads of work already counted. */
   authNoCount: RequestHandler;
 }
@@ -75,11 +77,42 @@ export function registerBatchRoutes(app: express.Express, deps: BatchRouteDeps):
     const { queue, blobs } = ports();
     const state = authOf(res);
     const contentType = req.headers['content-type'] ?? '';
+    let body: { json: unknown } | { upload: BatchUpload };
+    if (/^application\/json\b/i.test(contentType)) {
+      body = { json: await parseJson(req, res) };
+    } else {
+      // Anything else is for the multipart reader, which refuses a Content-Type that is neither.
+      body = {
+        upload: await readBatchUpload(req, res, {
+          maxFileBytes: config.maxUploadBytes,
+          maxBodyBytes: Math.min(config.uploadMemoryBytes, config.maxUploadBytes * config.maxBatchItems),
+          maxFiles: config.maxBatchItems,
+          idleTimeoutMs: config.idleTimeoutMs,
+          budget,
+          owner: state.account.id,
+        }),
+      };
+    }
+    const fingerprint =
+      'json' in body
+        ? fingerprintOf(req, { json: body.json })
+        : fingerprintOf(req, { fields: body.upload.fields, files: body.upload.files });
+    await deps.idempotency.run(req, res, fingerprint, () => submit(req, res, body, queue, blobs));
+  });
+
+  async function submit(
+    _req: Request,
+    res: Response,
+    body: { json: unknown } | { upload: BatchUpload },
+    queue: JobQueue,
+    blobs: BlobStore,
+  ): Promise<void> {
+    const state = authOf(res);
     let items: NewItem[];
     let options: CompressOptions;
     let source: 'upload' | 'url';
-    if (/^application\/json\b/i.test(contentType)) {
-      const parsed = UrlBatchSchema.safeParse(await parseJson(req, res));
+    if ('json' in body) {
+      const parsed = UrlBatchSchema.safeParse(body.json);
       if (!parsed.success) {
         throw new CompressoError(
           'INVALID_REQUEST',
@@ -109,26 +142,14 @@ export function registerBatchRoutes(app: express.Express, deps: BatchRouteDeps):
         return { name: nameFromUrl(url.href), sourceUrl: url.href };
       });
       source = 'url';
-    } else if (/^multipart\/form-data\b/i.test(contentType)) {
-      const upload = await readBatchUpload(req, res, {
-        maxFileBytes: config.maxUploadBytes,
-        maxBodyBytes: Math.min(config.uploadMemoryBytes, config.maxUploadBytes * config.maxBatchItems),
-        maxFiles: config.maxBatchItems,
-        idleTimeoutMs: config.idleTimeoutMs,
-        budget,
-        owner: state.account.id,
-      });
+    } else {
+      const { upload } = body;
       if (upload.files.length === 0) {
         throw new CompressoError('MISSING_FILE', 'file: expected one or more images in parts named "file".');
       }
       options = parseCompressOptions(upload.fields);
       items = upload.files.map((f) => ({ name: f.name, sourceUrl: null, bytes: f.bytes }));
       source = 'upload';
-    } else {
-      throw new CompressoError(
-        'INVALID_REQUEST',
-        `Expected multipart/form-data with "file" parts, or JSON {"urls": […]}; received Content-Type ${JSON.stringify(contentType || 'none')}.`,
-      );
     }
 
     // This request was counted by auth as the first item; the rest are reserved now, all or none.
@@ -218,7 +239,7 @@ export function registerBatchRoutes(app: express.Express, deps: BatchRouteDeps):
     );
     res.status(202).setHeader('Location', view.status_url);
     res.json(view);
-  });
+  }
 
   app.get('/api/v1/jobs/:id', deps.authNoCount, async (req, res) => {
     const batch = await ownBatch(db, String(req.params.id), authOf(res).account.id);
