@@ -13,9 +13,8 @@ import {
   revokeApiKey,
   secondsUntilReset,
 } from '@compresso/runtime';
-import { CompressoError } from '@compresso/schema';
+import { CompressoError, CreateKeyRequestSchema, fieldProblems, KEY_NAME_MAX } from '@compresso/schema';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { z } from 'zod';
 import { authOf, requireApiKey } from './auth.ts';
 import { compressUpload, sendCompressed, setInfoHeaders } from './compress-response.ts';
 import { docsContent } from './docs.ts';
@@ -24,6 +23,7 @@ import { sendContinue } from './expect-continue.ts';
 import { registerBatchRoutes } from './jobs/routes.ts';
 import { createMetrics, type Metrics, metricsEndpoint } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
+import { routeRegistrar } from './routes.ts';
 import { createUploadBudget } from './upload-budget.ts';
 import { accountRouter } from './web/account.ts';
 import { compressorRouter } from './web/compressor.ts';
@@ -51,25 +51,12 @@ export interface AppDeps {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
-const KeyRequestSchema = z.object({ name: z.string().max(MAX_KEY_NAME).optional() }).strict();
+// The contract's key-name bound is the one the runtime stores; a mismatch is a bug at start.
+if (KEY_NAME_MAX !== MAX_KEY_NAME)
+  throw new Error('KEY_NAME_MAX (schema) differs from MAX_KEY_NAME (runtime)');
 
-/** Every route answers its own methods; others get 405 with Allow. */
-const ROUTES: Record<string, string[]> = {
-  '/api/v1/compress': ['POST'],
-  '/api/v1/info': ['POST'],
-  '/api/v1/key': ['POST'],
-  '/api/v1/keys': ['GET'],
-  '/api/v1/keys/:id': ['DELETE'],
-  '/api/v1/usage': ['GET'],
-  '/api/v1/openapi.json': ['GET'],
-  '/api/v1/docs': ['GET'],
-  '/healthz': ['GET'],
-  '/readyz': ['GET'],
-  '/metrics': ['GET'],
-  '/api/v1/jobs': ['POST'],
-  '/api/v1/jobs/:id': ['GET'],
-  '/api/v1/jobs/:id/items/:index': ['GET'],
-};
+/** Routes outside the API table (operators'), for their 405 answers. */
+const OPERATOR_ROUTES: Record<string, string[]> = { '/metrics': ['GET'] };
 
 export function createApp(deps: AppDeps): express.Express {
   const { engine, db, logger, config } = deps;
@@ -121,10 +108,11 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(metrics.observe);
   app.get('/metrics', metricsEndpoint(metrics, config.metricsToken));
 
-  app.get('/healthz', (_req, res) => {
+  const routes = routeRegistrar(app);
+  routes.add('healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', async (_req, res) => {
+  routes.add('readyz', async (_req, res) => {
     try {
       await db.ping();
       res.json({ status: 'ready', database: db.kind });
@@ -135,7 +123,7 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   const document = openApiDocument(config);
-  app.get('/api/v1/openapi.json', (_req, res) => {
+  routes.add('openapi', (_req, res) => {
     res.json(document);
   });
   app.get('/docs', (_req, res) => {
@@ -154,12 +142,12 @@ export function createApp(deps: AppDeps): express.Express {
   const runEngine = (req: Request, res: Response) =>
     compressUpload(engine, req, res, { ...uploadLimits, owner: authOf(res).account.id });
 
-  app.post('/api/v1/compress', auth, async (req, res) => {
+  routes.add('compress', auth, async (req, res) => {
     const { upload, output } = await runEngine(req, res);
     sendCompressed(res, upload, output);
   });
 
-  app.post('/api/v1/info', auth, async (req, res) => {
+  routes.add('info', auth, async (req, res) => {
     const { output } = await runEngine(req, res);
     setInfoHeaders(res, output.info);
     res.json(output.info);
@@ -170,22 +158,19 @@ export function createApp(deps: AppDeps): express.Express {
     next();
   };
 
-  app.post(
-    '/api/v1/key',
+  routes.add(
+    'createKey',
     auth,
     continueBody,
     express.json({ limit: '4kb', strict: true }),
     async (req, res) => {
-      const parsed = KeyRequestSchema.safeParse(req.body ?? {});
+      const parsed = CreateKeyRequestSchema.safeParse(req.body ?? {});
       if (!parsed.success) {
         throw new CompressoError(
           'INVALID_REQUEST',
           `Expected an optional JSON body {"name": "<at most ${MAX_KEY_NAME} characters>"}.`,
           {
-            details: parsed.error.issues.map((i) => ({
-              field: i.path.join('.') || '(body)',
-              problem: i.message,
-            })),
+            details: fieldProblems(parsed.error.issues, req.body ?? {}),
           },
         );
       }
@@ -194,17 +179,17 @@ export function createApp(deps: AppDeps): express.Express {
     },
   );
 
-  app.get('/api/v1/keys', auth, async (_req, res) => {
+  routes.add('listKeys', auth, async (_req, res) => {
     res.json({ keys: await listApiKeys(db, authOf(res).account.id) });
   });
 
-  app.delete('/api/v1/keys/:id', authOverQuota, async (req, res) => {
+  routes.add('revokeKey', authOverQuota, async (req, res) => {
     const id = String(req.params.id);
     await revokeApiKey(db, id, authOf(res).account.id);
     res.json({ id, revoked: true });
   });
 
-  registerBatchRoutes(app, {
+  registerBatchRoutes(routes, {
     db,
     config,
     logger,
@@ -215,7 +200,7 @@ export function createApp(deps: AppDeps): express.Express {
     authNoCount: requireApiKey({ db, config, logger, now }, { count: false }),
   });
 
-  app.get('/api/v1/usage', auth, (_req, res) => {
+  routes.add('usage', auth, (_req, res) => {
     const state = authOf(res);
     // The reset belongs to the day the request was counted on: the same reading of the clock.
     const at = state.at;
@@ -235,7 +220,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(compressorRouter({ engine, db, logger, config, uploadLimits }));
   // After the session middleware, so the reference's navigation shows who is signed in.
   const docsBody = docsContent(document);
-  app.get('/api/v1/docs', (_req, res) => {
+  routes.add('docs', (_req, res) => {
     sendPage(
       res,
       page({
@@ -248,7 +233,7 @@ export function createApp(deps: AppDeps): express.Express {
     );
   });
 
-  for (const [path, methods] of Object.entries(ROUTES)) {
+  for (const [path, methods] of routes.finish(OPERATOR_ROUTES)) {
     app.all(path, (req, res) => {
       res.setHeader('Allow', methods.join(', '));
       sendError(

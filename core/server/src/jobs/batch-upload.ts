@@ -172,7 +172,13 @@ export function readBatchUpload(
     parser.on('filesLimit', () =>
       finish(
         new CompressoError('INVALID_REQUEST', `Too many files: a batch holds at most ${limits.maxFiles}.`, {
-          details: { max_items: limits.maxFiles },
+          details: [
+            {
+              field: 'file',
+              expected: `at most ${limits.maxFiles} parts`,
+              received: `more than ${limits.maxFiles} parts`,
+            },
+          ],
         }),
       ),
     );
