@@ -180,6 +180,23 @@ function routeDocs(config: Config): Record<RouteId, RouteDoc> {
   };
 }
 
+/**
+ * Every answer carries X-Request-Id; an error answered after the key was checked (anything but 401
+ * and 403) also carries the RateLimit-* headers of that check.
+ */
+function errorsWithHeaders(errors: Json, keyed: boolean): Json {
+  return Object.fromEntries(
+    Object.entries(errors).map(([status, response]) => {
+      const { headers, ...rest } = response as { headers?: Json };
+      const pastAuth = keyed && status !== '401' && status !== '403';
+      return [
+        status,
+        { ...rest, headers: { ...requestIdHeader(), ...(pastAuth ? rateHeaders() : {}), ...headers } },
+      ];
+    }),
+  );
+}
+
 const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 
 const imageContent = (): Json =>
@@ -305,7 +322,7 @@ export function openApiDocument(config: Config): Json {
         ...(requestBody ? { requestBody } : {}),
         responses: {
           [String(route.status)]: { description: doc.success, headers, content },
-          ...doc.errors,
+          ...errorsWithHeaders(doc.errors ?? {}, route.auth === 'key'),
         },
       },
     };
