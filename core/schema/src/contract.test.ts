@@ -33,6 +33,7 @@ describe('the result-header codec follows InfoResultSchema', () => {
       const type = prop.enum ? 'string' : prop.type;
       expect(spec.type, field).toBe(type);
       expect(spec.required, field).toBe(info.required.includes(field));
+      if ('values' in spec) expect(spec.values, field).toEqual(prop.enum);
     }
   });
 

@@ -9,6 +9,8 @@ export interface ResultHeaderSpec {
   required: boolean;
   /** The Node client's name for the fact, when it is not the camelCase of the wire name. */
   client?: string;
+  /** For a closed set of words: the words; anything else reads as absent. */
+  values?: readonly string[];
 }
 
 /**
@@ -33,7 +35,7 @@ export const RESULT_HEADERS = {
   optimized: { type: 'boolean', required: true },
   metadata_stripped: { type: 'boolean', required: true },
   score: { type: 'number', required: false },
-  chroma_subsampling: { type: 'string', required: false },
+  chroma_subsampling: { type: 'string', required: false, values: ['4:2:0', '4:4:4'] },
   lossless: { type: 'boolean', required: false },
   near_lossless: { type: 'boolean', required: false },
   effort: { type: 'integer', required: false },
@@ -80,7 +82,8 @@ export function encodeResultHeaders(result: Readonly<Record<string, unknown>>): 
  */
 export function decodeResultHeader(field: ResultHeaderField, text: string | undefined): unknown {
   if (text === undefined) return undefined;
-  switch (RESULT_HEADERS[field].type) {
+  const spec: ResultHeaderSpec = RESULT_HEADERS[field];
+  switch (spec.type) {
     case 'integer':
     case 'number': {
       const value = Number(text);
@@ -89,7 +92,7 @@ export function decodeResultHeader(field: ResultHeaderField, text: string | unde
     case 'boolean':
       return text === 'true' ? true : text === 'false' ? false : undefined;
     default:
-      return text;
+      return spec.values && !spec.values.includes(text) ? undefined : text;
   }
 }
 
