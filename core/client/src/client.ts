@@ -1,6 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import {
+  API_ROUTES,
+  COMPRESS_OPTIONS,
+  decodeResultHeaders,
+  type RouteId,
+  resultClientName,
+  resultHeaderName,
+  routePath,
+} from '@compresso/schema/wire';
+import {
   AbortError,
   AuthenticationError,
   BadRequestError,
@@ -75,6 +84,11 @@ interface CallSpec {
   idempotencyKey?: boolean;
 }
 
+/** Method and path of a route of the contract's table (the table is built into this package). */
+function route(id: RouteId, params?: Record<string, string>): Pick<CallSpec, 'method' | 'path'> {
+  return { method: API_ROUTES[id].method, path: routePath(id, params) };
+}
+
 interface KeyWire {
   id: string;
   name: string;
@@ -109,8 +123,7 @@ export class Keys {
     const { name, ...request } = options;
     const response = await this.#client.request(
       {
-        method: 'POST',
-        path: '/api/v1/key',
+        ...route('createKey'),
         json: name === undefined ? {} : { name },
         accept: 'application/json',
         idempotent: false,
@@ -124,7 +137,7 @@ export class Keys {
   /** GET /api/v1/keys — the account's active keys (never a secret). */
   async list(options: RequestOptions = {}): Promise<ApiKey[]> {
     const response = await this.#client.request(
-      { method: 'GET', path: '/api/v1/keys', accept: 'application/json', idempotent: true },
+      { ...route('listKeys'), accept: 'application/json', idempotent: true },
       options,
     );
     return parseJson<{ keys: KeyWire[] }>(response).keys.map(keyOf);
@@ -137,8 +150,7 @@ export class Keys {
     }
     const response = await this.#client.request(
       {
-        method: 'DELETE',
-        path: `/api/v1/keys/${encodeURIComponent(id)}`,
+        ...route('revokeKey', { id }),
         accept: 'application/json',
         idempotent: true,
       },
@@ -168,17 +180,18 @@ function parseJson<T>(response: WireResponse): T {
   }
 }
 
+/** The camelCase options as the form fields the server reads, named by the contract's option table. */
 function fields(options: ImageOptions): Record<string, string> {
   const form: Record<string, string> = {};
-  if (options.quality !== undefined) form['quality'] = String(options.quality);
-  if (options.format !== undefined) form['output_format'] = String(options.format);
-  if (options.maxDimension !== undefined) form['max_dimension'] = String(options.maxDimension);
-  if (options.stripExif !== undefined) form['strip_exif'] = String(options.stripExif);
-  if (options.pngToJpeg !== undefined) form['png_to_jpeg'] = String(options.pngToJpeg);
+  const given = options as Record<string, unknown>;
+  for (const [wire, spec] of Object.entries(COMPRESS_OPTIONS)) {
+    const value = given[spec.client];
+    if (value !== undefined) form[wire] = String(value);
+  }
   return form;
 }
 
-const IMAGE_OPTIONS = ['format', 'quality', 'maxDimension', 'stripExif', 'pngToJpeg', 'filename'];
+const IMAGE_OPTIONS = [...Object.values(COMPRESS_OPTIONS).map((spec) => spec.client), 'filename'];
 const REQUEST_OPTIONS = ['signal', 'timeout', 'maxRetries', 'idempotencyKey'];
 const KNOWN_OPTIONS = {
   info: new Set([...IMAGE_OPTIONS, ...REQUEST_OPTIONS]),
@@ -211,16 +224,6 @@ function checkOptions(method: keyof typeof KNOWN_OPTIONS, options: object): void
   );
 }
 
-function numberHeader(headers: Record<string, string>, name: string): number {
-  const value = Number(headers[name]);
-  if (headers[name] === undefined || !Number.isFinite(value)) {
-    throw new CompressoError('INVALID_RESPONSE', `The server's answer lacks the ${name} header.`, {
-      requestId: headers['x-request-id'],
-    });
-  }
-  return value;
-}
-
 /**
  * The server's download name when it is one plain file name, else the name derived from the input
  * (as if no header had come): a refused name is not an error, the bytes are still good.
@@ -237,33 +240,29 @@ function resultOf(
 ): CompressResult {
   const h = response.headers;
   const data = Buffer.from(response.body.buffer, response.body.byteOffset, response.body.byteLength);
-  const result: CompressResult = {
+  // The facts come through the contract's header codec: every header of its table, decoded by type
+  // and named as the client names the fact; a required one missing is not our server's answer.
+  const { values, missing } = decodeResultHeaders(h);
+  if (missing.length) {
+    throw new CompressoError(
+      'INVALID_RESPONSE',
+      `The server's answer lacks the ${missing.map(resultHeaderName).join(', ')} header${missing.length > 1 ? 's' : ''}.`,
+      { status: response.status, requestId: h['x-request-id'] },
+    );
+  }
+  const facts: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(values)) {
+    facts[resultClientName(field as keyof typeof values)] = value;
+  }
+  const result = {
+    ...facts,
     data,
     outputPath,
-    inputSize: numberHeader(h, 'x-input-size'),
-    outputSize: numberHeader(h, 'x-output-size'),
-    savingsPercent: numberHeader(h, 'x-savings-percent'),
-    width: numberHeader(h, 'x-width'),
-    height: numberHeader(h, 'x-height'),
-    inputWidth: numberHeader(h, 'x-input-width'),
-    inputHeight: numberHeader(h, 'x-input-height'),
-    inputFormat: (h['x-input-format'] ?? '') as InputFormat,
     format,
-    quality: numberHeader(h, 'x-quality'),
-    autoQuality: h['x-auto-quality'] === 'true',
-    optimized: h['x-optimized'] !== 'false',
-    metadataStripped: h['x-metadata-stripped'] === 'true',
     contentType: h['content-type'] ?? 'application/octet-stream',
     filename,
     requestId: h['x-request-id'],
-  };
-  if (h['x-score'] !== undefined) result.score = Number(h['x-score']);
-  const chroma = h['x-chroma-subsampling'];
-  if (chroma === '4:2:0' || chroma === '4:4:4') result.chromaSubsampling = chroma;
-  if (h['x-lossless'] !== undefined) result.lossless = h['x-lossless'] === 'true';
-  if (h['x-near-lossless'] !== undefined) result.nearLossless = h['x-near-lossless'] === 'true';
-  if (h['x-effort'] !== undefined) result.effort = numberHeader(h, 'x-effort');
-  if (h['x-auto-steps'] !== undefined) result.autoSteps = numberHeader(h, 'x-auto-steps');
+  } as CompressResult;
   return result;
 }
 
@@ -397,8 +396,7 @@ export class Compresso {
     }
     const response = await this.request(
       {
-        method: 'POST',
-        path: '/api/v1/compress',
+        ...route('compress'),
         multipart: { file: prepared, fields: fields(options) },
         accept: '*/*',
         idempotent: true,
@@ -466,8 +464,7 @@ export class Compresso {
     const prepared = await prepareInput(input, { maxBytes: this.maxUploadBytes, filename: options.filename });
     const response = await this.request(
       {
-        method: 'POST',
-        path: '/api/v1/info',
+        ...route('info'),
         multipart: { file: prepared, fields: fields(options) },
         accept: 'application/json',
         idempotent: true,
@@ -546,7 +543,7 @@ export class Compresso {
   /** GET /api/v1/usage: the plan and today's count (this request included). */
   async usage(options: RequestOptions = {}): Promise<Usage> {
     const response = await this.request(
-      { method: 'GET', path: '/api/v1/usage', accept: 'application/json', idempotent: true },
+      { ...route('usage'), accept: 'application/json', idempotent: true },
       options,
     );
     const wire = parseJson<{

@@ -1,16 +1,20 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import {
+  CLIENT_ERROR_CODES,
+  type COMPRESS_OPTIONS,
   ERROR_CODES,
   ERROR_STATUS,
   ErrorBodySchema,
   INPUT_FORMATS,
   OUTPUT_FORMATS,
+  RESULT_HEADERS,
+  resultClientName,
   type InfoResult as SchemaInfoResult,
   type InputFormat as SchemaInputFormat,
   type OutputFormat as SchemaOutputFormat,
 } from '@compresso/schema';
 import { describe, expect, it } from 'vitest';
-import { BY_CODE, errorFromResponse } from './errors.ts';
+import { BY_CLIENT_CODE, BY_CODE, CompressoError, errorFromResponse } from './errors.ts';
 import {
   AuthenticationError,
   BadRequestError,
@@ -24,7 +28,7 @@ import {
   VERSION,
 } from './index.ts';
 import { EXTENSIONS } from './output.ts';
-import type { InfoResult, InputFormat, OutputFormat } from './types.ts';
+import type { CompressResult, ImageOptions, InfoResult, InputFormat, OutputFormat } from './types.ts';
 
 /**
  * The client spells the contract out itself (its declarations must stand alone), so these checks
@@ -34,6 +38,24 @@ type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ?
 const infoResultMatches: Equal<InfoResult, SchemaInfoResult> = true;
 const outputFormatsMatch: Equal<OutputFormat, SchemaOutputFormat> = true;
 const inputFormatsMatch: Equal<InputFormat, SchemaInputFormat> = true;
+
+/**
+ * The option table's client names are exactly ImageOptions' (filename aside), and every fact of the
+ * result-header table is a member of CompressResult under its client name: an option or a header
+ * added to the table without the client's types following does not type-check.
+ */
+type Camel<S extends string> = S extends `${infer A}_${infer B}` ? `${A}${Capitalize<Camel<B>>}` : S;
+type ClientNameOf<F extends keyof typeof RESULT_HEADERS> = F extends unknown
+  ? (typeof RESULT_HEADERS)[F] extends { client: infer C extends string }
+    ? C
+    : Camel<F>
+  : never;
+type OptionClientNames = (typeof COMPRESS_OPTIONS)[keyof typeof COMPRESS_OPTIONS]['client'];
+const optionsMatch: Equal<Exclude<keyof ImageOptions, 'filename'>, OptionClientNames> = true;
+const resultCarriesEveryHeader: Equal<
+  Exclude<ClientNameOf<keyof typeof RESULT_HEADERS>, keyof CompressResult>,
+  never
+> = true;
 
 const CLASS_BY_STATUS: Record<number, unknown> = {
   400: BadRequestError,
@@ -59,6 +81,30 @@ describe('the client follows @compresso/schema', () => {
     expect([infoResultMatches, outputFormatsMatch, inputFormatsMatch]).toEqual([true, true, true]);
     expect(Object.keys(EXTENSIONS).sort()).toEqual([...OUTPUT_FORMATS].sort());
     expect(INPUT_FORMATS.length).toBeGreaterThan(OUTPUT_FORMATS.length);
+  });
+
+  it('options and result facts follow the tables (types above; names at run time)', () => {
+    expect([optionsMatch, resultCarriesEveryHeader]).toEqual([true, true]);
+    const names = (Object.keys(RESULT_HEADERS) as (keyof typeof RESULT_HEADERS)[]).map(resultClientName);
+    expect(names).toContain('format');
+    expect(names).toContain('inputSize');
+  });
+
+  it('every client-side code of the table has its class, and the client throws no code outside the tables', () => {
+    expect(Object.keys(BY_CLIENT_CODE).sort()).toEqual(Object.keys(CLIENT_ERROR_CODES).sort());
+    for (const Class of Object.values(BY_CLIENT_CODE)) {
+      expect(new Class('X', 'm')).toBeInstanceOf(CompressoError);
+    }
+    const thrown = new Set<string>();
+    for (const file of readdirSync(new URL('.', import.meta.url))) {
+      if (!file.endsWith('.ts') || file.endsWith('.test.ts') || file.startsWith('test-')) continue;
+      const text = readFileSync(new URL(file, import.meta.url), 'utf8');
+      for (const m of text.matchAll(/new (\w*Error)\(\s*'([A-Z][A-Z_]+)'/g)) thrown.add(m[2]!);
+    }
+    expect(thrown.size).toBeGreaterThan(5);
+    for (const code of thrown) {
+      expect(Object.hasOwn(ERROR_STATUS, code) || Object.hasOwn(CLIENT_ERROR_CODES, code), code).toBe(true);
+    }
   });
 
   it('every error code of the schema has its class, matching its status', () => {

@@ -1,3 +1,4 @@
+import type { ClientErrorCode, ErrorCode } from '@compresso/schema/wire';
 import type { CompressoErrorLike } from './types.ts';
 
 export interface CompressoErrorInit {
@@ -105,7 +106,7 @@ export { PermissionError as PlanError };
 type ErrorClass = new (code: string, message: string, init?: CompressoErrorInit) => CompressoError;
 
 /** Codes first (a code names the failure exactly); statuses only for codes this client does not know. */
-export const BY_CODE: Record<string, ErrorClass> = {
+export const BY_CODE: Record<ErrorCode, ErrorClass> & Record<string, ErrorClass | undefined> = {
   UNAUTHENTICATED: AuthenticationError,
   INVALID_API_KEY: AuthenticationError,
   PLAN_REQUIRED: PermissionError,
@@ -138,6 +139,21 @@ export const BY_CODE: Record<string, ErrorClass> = {
   PROVIDER_NOT_CONFIGURED: ServerError,
   PROVIDER_ERROR: ServerError,
   SERVICE_UNAVAILABLE: ServerError,
+};
+
+/**
+ * The class of each code the client reports itself (the contract's CLIENT_ERROR_CODES): one entry
+ * per code of the table, so a code added there without a class here does not type-check.
+ */
+export const BY_CLIENT_CODE: Record<ClientErrorCode, ErrorClass> = {
+  CONNECTION_ERROR: ConnectionError,
+  TIMEOUT: TimeoutError,
+  ABORTED: AbortError,
+  MISSING_API_KEY: AuthenticationError,
+  INVALID_INPUT: BadRequestError,
+  INVALID_RESPONSE: CompressoError,
+  MISSING_DEPENDENCY: CompressoError,
+  CLIENT_ERROR: CompressoError,
 };
 
 function classOfStatus(status: number): ErrorClass {

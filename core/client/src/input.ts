@@ -1,5 +1,6 @@
 import { promises as fs } from 'node:fs';
 import { basename, extname, resolve } from 'node:path';
+import { INPUT_EXTENSIONS, INPUT_MIME_TYPES } from '@compresso/schema/wire';
 import { BadRequestError, TooLargeError } from './errors.ts';
 import type { ImageInput } from './types.ts';
 
@@ -14,18 +15,9 @@ export interface PreparedInput {
   label: string;
 }
 
-const TYPES: Record<string, string> = {
-  '.jpg': 'image/jpeg',
-  '.jpeg': 'image/jpeg',
-  '.png': 'image/png',
-  '.webp': 'image/webp',
-  '.avif': 'image/avif',
-  '.gif': 'image/gif',
-  '.tif': 'image/tiff',
-  '.tiff': 'image/tiff',
-  '.heic': 'image/heic',
-  '.heif': 'image/heif',
-};
+const TYPES: Record<string, string> = Object.fromEntries(
+  Object.entries(INPUT_EXTENSIONS).map(([ext, format]) => [ext, INPUT_MIME_TYPES[format]]),
+);
 
 /** The server sniffs the bytes; the type sent is only a hint. */
 function typeOf(filename: string): string {

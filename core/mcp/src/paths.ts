@@ -1,22 +1,10 @@
 import { promises as fs } from 'node:fs';
 import { basename, dirname, extname, isAbsolute, resolve } from 'node:path';
+import { INPUT_EXTENSIONS } from '@compresso/schema';
 import { ToolError } from './tool-error.ts';
 
-/** Extensions of the formats the server reads (see INPUT_FORMATS in @compresso/schema). */
-const IMAGE_EXTENSIONS = new Set([
-  '.jpg',
-  '.jpeg',
-  '.jpe',
-  '.jfif',
-  '.png',
-  '.webp',
-  '.avif',
-  '.gif',
-  '.tif',
-  '.tiff',
-  '.heic',
-  '.heif',
-]);
+/** The contract's accepted input extensions (a hint only; the bytes are sniffed first). */
+const IMAGE_EXTENSIONS = new Set<string>(Object.keys(INPUT_EXTENSIONS));
 
 /** ISO-BMFF brands of AVIF and HEIF files (the bytes after `ftyp`). */
 const HEIF_BRANDS = new Set(['avif', 'avis', 'heic', 'heix', 'hevc', 'hevx', 'heim', 'heis', 'mif1', 'msf1']);

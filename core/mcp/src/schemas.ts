@@ -1,4 +1,10 @@
-import { InfoResultSchema, jsonSchemaOf } from '@compresso/schema';
+import {
+  COMPRESS_OPTION_NAMES,
+  type CompressOptionName,
+  InfoResultSchema,
+  jsonSchemaOf,
+  RESULT_FIELDS_NOT_IN_HEADERS,
+} from '@compresso/schema';
 import { z } from 'zod';
 
 /**
@@ -15,19 +21,14 @@ const optionJson = (
   jsonSchemaOf('CompressOptions', 'input') as { properties: Record<string, Record<string, unknown>> }
 ).properties;
 
-function optionField(name: (typeof IMAGE_OPTION_FIELDS)[number]) {
+function optionField(name: CompressOptionName) {
   const json = optionJson[name];
   if (!json) throw new Error(`@compresso/schema has no compress option ${name}`);
   return z.unknown().optional().meta(json);
 }
 
-export const IMAGE_OPTION_FIELDS = [
-  'quality',
-  'max_dimension',
-  'output_format',
-  'strip_exif',
-  'png_to_jpeg',
-] as const;
+/** The compress options of the contract's table, each an argument of every image tool. */
+export const IMAGE_OPTION_FIELDS: readonly CompressOptionName[] = COMPRESS_OPTION_NAMES;
 
 /** Largest batch in one call: a batch holds every result in memory and an assistant waits for it. */
 export const MAX_BATCH_FILES = 100;
@@ -35,13 +36,9 @@ export const MAX_BATCH_FILES = 100;
 // 256 kB in the units the tools print sizes in (powers of 1000), so the limit reads as it is.
 export const IMAGE_CONTENT_LIMIT = 256_000;
 
-const imageOptions = {
-  quality: optionField('quality'),
-  max_dimension: optionField('max_dimension'),
-  output_format: optionField('output_format'),
-  strip_exif: optionField('strip_exif'),
-  png_to_jpeg: optionField('png_to_jpeg'),
-};
+const imageOptions = Object.fromEntries(
+  IMAGE_OPTION_FIELDS.map((name) => [name, optionField(name)]),
+) as Record<CompressOptionName, ReturnType<typeof optionField>>;
 
 const filePath = z
   .string()
@@ -97,8 +94,15 @@ export const compressBatchInput = {
   ...imageOptions,
 };
 
-/** What one compression did: the schema's InfoResult (frames aside: the compress answer does not carry it). */
-const compressFacts = InfoResultSchema.omit({ frames: true }).shape;
+/**
+ * What one compression did: the schema's InfoResult as the compress answer's headers carry it (the
+ * contract's result-header table; frames is not among them).
+ */
+const compressFacts = InfoResultSchema.omit(
+  Object.fromEntries(Object.keys(RESULT_FIELDS_NOT_IN_HEADERS).map((field) => [field, true])) as {
+    frames: true;
+  },
+).shape;
 
 export const compressImageOutput = {
   file_path: z.string().describe('The source image (unchanged unless overwrite was asked).'),

@@ -1,14 +1,24 @@
 import { existsSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
-import { type BatchItem, Compresso, type CompressResult, DEFAULT_BASE_URL } from '@compresso/client';
 import {
+  type BatchItem,
+  type CompressOptions as CompressOptionsOfClient,
+  Compresso,
+  type CompressResult,
+  DEFAULT_BASE_URL,
+} from '@compresso/client';
+import {
+  COMPRESS_OPTIONS,
   type CompressOptions,
   defaultOutputFormat,
   FILE_EXTENSIONS,
+  type InfoResult,
   type InputFormat,
   isCompressoError,
   type OutputFormat,
   parseCompressOptions,
+  RESULT_HEADER_FIELDS,
+  resultClientName,
 } from '@compresso/schema';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
@@ -71,38 +81,27 @@ function imageOptions(args: Record<string, unknown>) {
     if (isCompressoError(error)) throw new ToolError(error.code, error.message, { details: error.details });
     throw error;
   }
-  return {
-    quality: options.quality,
-    stripExif: options.strip_exif,
-    pngToJpeg: options.png_to_jpeg,
-    ...(options.max_dimension !== undefined ? { maxDimension: options.max_dimension } : {}),
-    ...(options.output_format !== undefined ? { format: options.output_format } : {}),
+  // Under the client's names for them, from the contract's option table.
+  const client: Record<string, unknown> = {};
+  for (const [field, spec] of Object.entries(COMPRESS_OPTIONS)) {
+    const value = options[field as keyof CompressOptions];
+    if (value !== undefined) client[spec.client] = value;
+  }
+  // Parsed by the schema: the format is canonical, the numbers in range.
+  return client as Pick<CompressOptionsOfClient, 'quality' | 'stripExif' | 'pngToJpeg' | 'maxDimension'> & {
+    format?: OutputFormat;
   };
 }
 
 /** The compress answer in the schema's snake_case, as the output schema describes it. */
 function facts(result: CompressResult) {
-  return {
-    input_size: result.inputSize,
-    output_size: result.outputSize,
-    savings_percent: result.savingsPercent,
-    input_format: result.inputFormat,
-    output_format: result.format,
-    input_width: result.inputWidth,
-    input_height: result.inputHeight,
-    width: result.width,
-    height: result.height,
-    quality: result.quality,
-    auto_quality: result.autoQuality,
-    optimized: result.optimized,
-    ...(result.score !== undefined ? { score: result.score } : {}),
-    ...(result.chromaSubsampling !== undefined ? { chroma_subsampling: result.chromaSubsampling } : {}),
-    ...(result.lossless !== undefined ? { lossless: result.lossless } : {}),
-    ...(result.nearLossless !== undefined ? { near_lossless: result.nearLossless } : {}),
-    ...(result.effort !== undefined ? { effort: result.effort } : {}),
-    ...(result.autoSteps !== undefined ? { auto_steps: result.autoSteps } : {}),
-    metadata_stripped: result.metadataStripped,
-  };
+  // Every fact of the contract's result-header table, by the name the client gave it.
+  const out: Record<string, unknown> = {};
+  for (const field of RESULT_HEADER_FIELDS) {
+    const value = (result as unknown as Record<string, unknown>)[resultClientName(field)];
+    if (value !== undefined) out[field] = value;
+  }
+  return out as Omit<InfoResult, 'frames'>;
 }
 
 function summary(source: string, result: CompressResult): string {

@@ -1,50 +1,15 @@
 import { z } from 'zod';
+import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from './error-codes.ts';
 
-/**
- * Every error Compresso can report, with the HTTP status it maps to. This is the one table:
- * the server, the clients, the MCP tools and the WordPress plugin all read their codes from here.
- */
-export const ERROR_STATUS = {
-  INVALID_OPTION: 400,
-  INVALID_REQUEST: 400,
-  MISSING_FILE: 400,
-  URL_NOT_ALLOWED: 400,
-  UNAUTHENTICATED: 401,
-  INVALID_API_KEY: 401,
-  PLAN_REQUIRED: 403,
-  FORBIDDEN: 403,
-  NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  REQUEST_TIMEOUT: 408,
-  CONFLICT: 409,
-  /** A request with the same Idempotency-Key is still running (and did not finish within the wait). */
-  IDEMPOTENCY_KEY_IN_USE: 409,
-  FILE_TOO_LARGE: 413,
-  UNSUPPORTED_FORMAT: 415,
-  NOT_AN_IMAGE: 415,
-  EMPTY_FILE: 422,
-  CORRUPT_IMAGE: 422,
-  IMAGE_TOO_LARGE: 422,
-  TOO_MANY_FRAMES: 422,
-  PROCESSING_TIMEOUT: 422,
-  URL_FETCH_FAILED: 422,
-  /** The Idempotency-Key was used within 24 h for a different request (route, file or options). */
-  IDEMPOTENCY_KEY_REUSED: 422,
-  QUOTA_EXCEEDED: 429,
-  RATE_LIMITED: 429,
-  INTERNAL_ERROR: 500,
-  PROVIDER_NOT_CONFIGURED: 501,
-  SERVICE_UNAVAILABLE: 503,
-  PROVIDER_ERROR: 502,
-} as const;
-
-export type ErrorCode = keyof typeof ERROR_STATUS;
-
-export const ERROR_CODES = Object.keys(ERROR_STATUS) as ErrorCode[];
+export { ERROR_CODES, ERROR_STATUS, type ErrorCode, isErrorCode, statusOf } from './error-codes.ts';
 
 export const ErrorCodeSchema = z.enum(ERROR_CODES as [ErrorCode, ...ErrorCode[]]);
 
-/** One problem with one field of a request; `details` of an INVALID_OPTION error is a list of these. */
+/**
+ * One problem with one field of a request. Every error that is about the request's fields
+ * (INVALID_OPTION, INVALID_REQUEST, URL_NOT_ALLOWED, a web form's Origin) has a list of these as its
+ * `details`: one shape the clients read with one function.
+ */
 export const FieldProblemSchema = z
   .object({
     field: z.string().describe('The request field, as sent (snake_case).'),
@@ -54,28 +19,62 @@ export const FieldProblemSchema = z
   .describe('One invalid field.');
 export type FieldProblem = z.infer<typeof FieldProblemSchema>;
 
+/**
+ * `details` is either the list of field problems, or, for an error about a limit rather than a
+ * field (quota, upload size, a busy server, a job item's state), an object of facts about that limit
+ * (`limit`, `resets_at`, `retry_after_seconds`, `status`, …) that clients read by name.
+ */
+export const ErrorDetailsSchema = z
+  .union([z.array(FieldProblemSchema), z.record(z.string(), z.unknown())])
+  .describe(
+    'A list of FieldProblem when the request had bad fields; otherwise an object of facts about the limit that was hit.',
+  );
+export type ErrorDetails = z.infer<typeof ErrorDetailsSchema>;
+
+function shorten(text: string): string {
+  return text.length > 100 ? `${text.slice(0, 97)}...` : text;
+}
+
+/**
+ * zod issues of a request body as FieldProblems: the field path as sent, what it accepts (zod's
+ * message), what was received (shortened).
+ */
+export function fieldProblems(
+  issues: readonly { path: readonly PropertyKey[]; message: string }[],
+  body: unknown,
+): FieldProblem[] {
+  return issues.map((issue) => {
+    let value: unknown = body;
+    for (const key of issue.path) {
+      value = value && typeof value === 'object' ? (value as Record<PropertyKey, unknown>)[key] : undefined;
+    }
+    let received: string;
+    try {
+      received = value === undefined ? 'nothing' : (JSON.stringify(value) ?? String(value));
+    } catch {
+      received = String(value);
+    }
+    const field = issue.path
+      .map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i ? '.' : ''}${String(key)}`))
+      .join('');
+    return { field: field || '(body)', expected: issue.message, received: shorten(received) };
+  });
+}
+
 export const ErrorBodySchema = z
   .object({
     error: z.object({
       code: ErrorCodeSchema,
       message: z.string(),
-      details: z.unknown().optional(),
+      details: ErrorDetailsSchema.optional(),
       request_id: z.string().optional(),
     }),
   })
   .describe('The body of every error answer.');
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 
-export function statusOf(code: ErrorCode): number {
-  return ERROR_STATUS[code];
-}
-
-export function isErrorCode(value: unknown): value is ErrorCode {
-  return typeof value === 'string' && Object.hasOwn(ERROR_STATUS, value);
-}
-
 export interface CompressoErrorInit {
-  details?: unknown;
+  details?: ErrorDetails;
   requestId?: string;
   cause?: unknown;
 }
@@ -84,7 +83,7 @@ export interface CompressoErrorInit {
 export class CompressoError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
-  readonly details?: unknown;
+  readonly details?: ErrorDetails;
   requestId?: string;
 
   constructor(code: ErrorCode, message: string, init: CompressoErrorInit = {}) {

@@ -1,18 +1,10 @@
 import { z } from 'zod';
-import { ErrorBodySchema, FieldProblemSchema } from './errors.ts';
-import { CompressOptionsSchema } from './options.ts';
-import { ImageInspectionSchema, InfoResultSchema } from './results.ts';
+import { CONTRACT_SCHEMAS, type ContractSchemaName, contractJsonSchema } from './contract.ts';
 
 /** The schemas other languages check themselves against (Python models, PHP plugin, OpenAPI). */
-export const PUBLIC_SCHEMAS = {
-  CompressOptions: CompressOptionsSchema,
-  InfoResult: InfoResultSchema,
-  ImageInspection: ImageInspectionSchema,
-  ErrorBody: ErrorBodySchema,
-  FieldProblem: FieldProblemSchema,
-} as const;
+export const PUBLIC_SCHEMAS = CONTRACT_SCHEMAS;
 
-export type PublicSchemaName = keyof typeof PUBLIC_SCHEMAS;
+export type PublicSchemaName = ContractSchemaName;
 
 /** JSON Schema (draft 2020-12) of one public schema, as a request body (input) or an answer (output). */
 export function jsonSchemaOf(
@@ -24,16 +16,12 @@ export function jsonSchemaOf(
 
 /**
  * OpenAPI 3.1 `components.schemas`: OpenAPI 3.1 uses JSON Schema 2020-12, so the zod export fits
- * unchanged. Options are exported as input (what a client sends), the rest as output.
+ * unchanged. Request bodies are exported as input (what a client sends), the rest as output.
  */
 export function openApiComponents(): { schemas: Record<string, Record<string, unknown>> } {
   const schemas: Record<string, Record<string, unknown>> = {};
   for (const name of Object.keys(PUBLIC_SCHEMAS) as PublicSchemaName[]) {
-    const { $schema: _ignored, ...schema } = jsonSchemaOf(
-      name,
-      name === 'CompressOptions' ? 'input' : 'output',
-    );
-    schemas[name] = schema;
+    schemas[name] = contractJsonSchema(name);
   }
   return { schemas };
 }

@@ -1,10 +1,15 @@
 import { z } from 'zod';
 import { CompressoError, type FieldProblem } from './errors.ts';
 import { normalizeOutputFormat, OUTPUT_FORMATS, type OutputFormat } from './formats.ts';
-
-/** The default on Compresso's one quality scale (1–100, the same visual quality in every format). */
-export const DEFAULT_QUALITY = 80;
-export const MAX_DIMENSION_LIMIT = 65_535;
+import {
+  COMPRESS_OPTION_NAMES,
+  COMPRESS_OPTIONS,
+  type CompressOptionName,
+  DEFAULT_QUALITY,
+  MAX_DIMENSION_LIMIT,
+  QUALITY_MAX,
+  QUALITY_MIN,
+} from './option-table.ts';
 
 const TRUE_WORDS = new Set(['true', '1', 'yes', 'on']);
 const FALSE_WORDS = new Set(['false', '0', 'no', 'off']);
@@ -25,7 +30,7 @@ const booleanField = z
 const qualityField = z
   .union([z.int().min(1).max(100), z.string().regex(/^\s*(auto|\d{1,3})\s*$/i)])
   .transform((v): number | 'auto' => (typeof v === 'number' ? v : /auto/i.test(v) ? 'auto' : Number(v)))
-  .pipe(z.union([z.literal('auto'), z.int().min(1).max(100)]));
+  .pipe(z.union([z.literal('auto'), z.int().min(QUALITY_MIN).max(QUALITY_MAX)]));
 
 const formatField = z
   .string()
@@ -33,51 +38,58 @@ const formatField = z
   .transform((s) => normalizeOutputFormat(s) as OutputFormat);
 
 const dimensionField = z
-  .union([z.int().min(1).max(MAX_DIMENSION_LIMIT), z.string().regex(/^\s*\d{1,5}\s*$/)])
+  .union([
+    z.int().min(COMPRESS_OPTIONS.max_dimension.min).max(MAX_DIMENSION_LIMIT),
+    z.string().regex(/^\s*\d{1,5}\s*$/),
+  ])
   .transform((v) => Number(v))
-  .pipe(z.int().min(1).max(MAX_DIMENSION_LIMIT));
+  .pipe(z.int().min(COMPRESS_OPTIONS.max_dimension.min).max(MAX_DIMENSION_LIMIT));
 
-export const CompressOptionsSchema = z
-  .object({
-    quality: qualityField
-      .default(DEFAULT_QUALITY)
-      .describe(
-        `Visual quality on one scale for every format: an integer from 1 to 100, or "auto" for the smallest file that stays at the perceptual target. Default ${DEFAULT_QUALITY}.`,
-      ),
-    output_format: formatField
-      .optional()
-      .describe(
-        `Output format: ${OUTPUT_FORMATS.join(', ')} (any case; "jpg" means jpeg). Default: the input's format; HEIC/HEIF and TIFF inputs become jpeg.`,
-      ),
-    max_dimension: dimensionField
-      .optional()
-      .describe(
-        `Fit the image inside a square of this many pixels (1–${MAX_DIMENSION_LIMIT}), keeping its aspect ratio; never enlarges. Default: keep the size.`,
-      ),
-    strip_exif: booleanField
-      .default(true)
-      .describe(
-        'Remove EXIF, XMP and IPTC metadata (GPS included) after applying the orientation; colours stay right. Default true.',
-      ),
-    png_to_jpeg: booleanField
-      .default(false)
-      .describe(
-        'Write an opaque PNG as JPEG when that saves at least 20% more than the best PNG; images with real transparency stay PNG. Only applies when no output_format is given. Default false.',
-      ),
-  })
-  .strict();
+/**
+ * One zod field per entry of COMPRESS_OPTIONS, no more, no fewer: an option added to the table
+ * without its validation here does not type-check.
+ */
+const optionFields = {
+  quality: qualityField
+    .default(DEFAULT_QUALITY)
+    .describe(
+      `Visual quality on one scale for every format: an integer from 1 to 100, or "auto" for the smallest file that stays at the perceptual target. Default ${DEFAULT_QUALITY}.`,
+    ),
+  output_format: formatField
+    .optional()
+    .describe(
+      `Output format: ${OUTPUT_FORMATS.join(', ')} (any case; "jpg" means jpeg). Default: the input's format; HEIC/HEIF and TIFF inputs become jpeg.`,
+    ),
+  max_dimension: dimensionField
+    .optional()
+    .describe(
+      `Fit the image inside a square of this many pixels (1–${MAX_DIMENSION_LIMIT}), keeping its aspect ratio; never enlarges. Default: keep the size.`,
+    ),
+  strip_exif: booleanField
+    .default(true)
+    .describe(
+      'Remove EXIF, XMP and IPTC metadata (GPS included) after applying the orientation; colours stay right. Default true.',
+    ),
+  png_to_jpeg: booleanField
+    .default(false)
+    .describe(
+      'Write an opaque PNG as JPEG when that saves at least 20% more than the best PNG; images with real transparency stay PNG. Only applies when no output_format is given. Default false.',
+    ),
+} satisfies Record<CompressOptionName, z.ZodType>;
+
+export const CompressOptionsSchema = z.object(optionFields).strict();
 
 /** What a caller may send (every field optional, text accepted). */
 export type CompressOptionsInput = z.input<typeof CompressOptionsSchema>;
 /** The options after validation: defaults applied, formats canonical. */
 export type CompressOptions = z.output<typeof CompressOptionsSchema>;
 
-export const COMPRESS_OPTION_FIELDS = Object.keys(CompressOptionsSchema.shape) as (keyof CompressOptions)[];
+export const COMPRESS_OPTION_FIELDS = COMPRESS_OPTION_NAMES as (keyof CompressOptions)[];
 
-const EXPECTED: Record<string, string> = {
-  quality: 'an integer from 1 to 100, or "auto"',
+const EXPECTED: Record<CompressOptionName, string> = {
+  quality: `an integer from ${QUALITY_MIN} to ${QUALITY_MAX}, or "auto"`,
   output_format: `one of ${OUTPUT_FORMATS.join(', ')} (any case; "jpg" means jpeg)`,
-  max_dimension: `an integer from 1 to ${MAX_DIMENSION_LIMIT}`,
+  max_dimension: `an integer from ${COMPRESS_OPTIONS.max_dimension.min} to ${MAX_DIMENSION_LIMIT}`,
   strip_exif: 'true or false',
   png_to_jpeg: 'true or false',
 };
@@ -124,7 +136,7 @@ export function parseCompressOptions(raw: unknown): CompressOptions {
     seen.add(field);
     problems.push({
       field,
-      expected: EXPECTED[field] ?? 'an object of compress options',
+      expected: EXPECTED[field as CompressOptionName] ?? 'an object of compress options',
       received: shown(issue.path.length ? input[field] : raw),
     });
   }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { InputFormatSchema, OutputFormatSchema } from './formats.ts';
+import { InputFormatSchema, OutputFormatSchema } from './format-schemas.ts';
 
 export const InfoResultSchema = z
   .object({

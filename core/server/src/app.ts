@@ -15,9 +15,8 @@ import {
   secondsUntilReset,
   sqliteIdempotencyStore,
 } from '@compresso/runtime';
-import { CompressoError } from '@compresso/schema';
+import { CompressoError, CreateKeyRequestSchema, fieldProblems, KEY_NAME_MAX } from '@compresso/schema';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { z } from 'zod';
 import { authOf, requireApiKey } from './auth.ts';
 import { optimizeUpload, readImageUpload, sendCompressed, setInfoHeaders } from './compress-response.ts';
 import { docsContent } from './docs.ts';
@@ -27,6 +26,7 @@ import { createIdempotency, fingerprintOf } from './idempotency.ts';
 import { registerBatchRoutes } from './jobs/routes.ts';
 import { createMetrics, type Metrics, metricsEndpoint } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
+import { routeRegistrar } from './routes.ts';
 import { createUploadBudget } from './upload-budget.ts';
 import { accountRouter } from './web/account.ts';
 import { compressorRouter } from './web/compressor.ts';
@@ -59,25 +59,12 @@ export interface AppDeps {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
-const KeyRequestSchema = z.object({ name: z.string().max(MAX_KEY_NAME).optional() }).strict();
+// The contract's key-name bound is the one the runtime stores; a mismatch is a bug at start.
+if (KEY_NAME_MAX !== MAX_KEY_NAME)
+  throw new Error('KEY_NAME_MAX (schema) differs from MAX_KEY_NAME (runtime)');
 
-/** Every route answers its own methods; others get 405 with Allow. */
-const ROUTES: Record<string, string[]> = {
-  '/api/v1/compress': ['POST'],
-  '/api/v1/info': ['POST'],
-  '/api/v1/key': ['POST'],
-  '/api/v1/keys': ['GET'],
-  '/api/v1/keys/:id': ['DELETE'],
-  '/api/v1/usage': ['GET'],
-  '/api/v1/openapi.json': ['GET'],
-  '/api/v1/docs': ['GET'],
-  '/healthz': ['GET'],
-  '/readyz': ['GET'],
-  '/metrics': ['GET'],
-  '/api/v1/jobs': ['POST'],
-  '/api/v1/jobs/:id': ['GET'],
-  '/api/v1/jobs/:id/items/:index': ['GET'],
-};
+/** Routes outside the API table (operators'), for their 405 answers. */
+const OPERATOR_ROUTES: Record<string, string[]> = { '/metrics': ['GET'] };
 
 function defaultIdempotencyStore(logger: Logger): IdempotencyStore {
   const store = sqliteIdempotencyStore({ path: ':memory:' });
@@ -137,10 +124,11 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(metrics.observe);
   app.get('/metrics', metricsEndpoint(metrics, config.metricsToken));
 
-  app.get('/healthz', (_req, res) => {
+  const routes = routeRegistrar(app);
+  routes.add('healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', async (_req, res) => {
+  routes.add('readyz', async (_req, res) => {
     try {
       await db.ping();
       res.json({ status: 'ready', database: db.kind });
@@ -151,7 +139,7 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   const document = openApiDocument(config);
-  app.get('/api/v1/openapi.json', (_req, res) => {
+  routes.add('openapi', (_req, res) => {
     res.json(document);
   });
   app.get('/docs', (_req, res) => {
@@ -180,14 +168,14 @@ export function createApp(deps: AppDeps): express.Express {
   const imageFingerprint = (req: Request, upload: Awaited<ReturnType<typeof readImage>>) =>
     fingerprintOf(req, { fields: upload.fields, files: [{ name: upload.filename, bytes: upload.file }] });
 
-  app.post('/api/v1/compress', authIdempotent, async (req, res) => {
+  routes.add('compress', authIdempotent, async (req, res) => {
     const upload = await readImage(req, res);
     await idempotency.run(req, res, imageFingerprint(req, upload), async () => {
       sendCompressed(res, upload, await optimizeUpload(engine, upload));
     });
   });
 
-  app.post('/api/v1/info', authIdempotent, async (req, res) => {
+  routes.add('info', authIdempotent, async (req, res) => {
     const upload = await readImage(req, res);
     await idempotency.run(req, res, imageFingerprint(req, upload), async () => {
       const output = await optimizeUpload(engine, upload);
@@ -201,22 +189,19 @@ export function createApp(deps: AppDeps): express.Express {
     next();
   };
 
-  app.post(
-    '/api/v1/key',
+  routes.add(
+    'createKey',
     auth,
     continueBody,
     express.json({ limit: '4kb', strict: true }),
     async (req, res) => {
-      const parsed = KeyRequestSchema.safeParse(req.body ?? {});
+      const parsed = CreateKeyRequestSchema.safeParse(req.body ?? {});
       if (!parsed.success) {
         throw new CompressoError(
           'INVALID_REQUEST',
           `Expected an optional JSON body {"name": "<at most ${MAX_KEY_NAME} characters>"}.`,
           {
-            details: parsed.error.issues.map((i) => ({
-              field: i.path.join('.') || '(body)',
-              problem: i.message,
-            })),
+            details: fieldProblems(parsed.error.issues, req.body ?? {}),
           },
         );
       }
@@ -225,17 +210,17 @@ export function createApp(deps: AppDeps): express.Express {
     },
   );
 
-  app.get('/api/v1/keys', auth, async (_req, res) => {
+  routes.add('listKeys', auth, async (_req, res) => {
     res.json({ keys: await listApiKeys(db, authOf(res).account.id) });
   });
 
-  app.delete('/api/v1/keys/:id', authOverQuota, async (req, res) => {
+  routes.add('revokeKey', authOverQuota, async (req, res) => {
     const id = String(req.params.id);
     await revokeApiKey(db, id, authOf(res).account.id);
     res.json({ id, revoked: true });
   });
 
-  registerBatchRoutes(app, {
+  registerBatchRoutes(routes, {
     db,
     config,
     logger,
@@ -247,7 +232,7 @@ export function createApp(deps: AppDeps): express.Express {
     authNoCount: requireApiKey({ db, config, logger, now }, { count: false }),
   });
 
-  app.get('/api/v1/usage', auth, (_req, res) => {
+  routes.add('usage', auth, (_req, res) => {
     const state = authOf(res);
     // The reset belongs to the day the request was counted on: the same reading of the clock.
     const at = state.at;
@@ -267,7 +252,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(compressorRouter({ engine, db, logger, config, uploadLimits, now }));
   // After the session middleware, so the reference's navigation shows who is signed in.
   const docsBody = docsContent(document);
-  app.get('/api/v1/docs', (_req, res) => {
+  routes.add('docs', (_req, res) => {
     sendPage(
       res,
       page({
@@ -280,7 +265,7 @@ export function createApp(deps: AppDeps): express.Express {
     );
   });
 
-  for (const [path, methods] of Object.entries(ROUTES)) {
+  for (const [path, methods] of routes.finish(OPERATOR_ROUTES)) {
     app.all(path, (req, res) => {
       res.setHeader('Allow', methods.join(', '));
       sendError(

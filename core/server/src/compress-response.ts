@@ -1,6 +1,7 @@
 import type { Engine, OptimizeOutput } from '@compresso/engine';
 import {
   CompressoError,
+  encodeResultHeaders,
   FILE_EXTENSIONS,
   type InfoResult,
   MIME_TYPES,
@@ -54,25 +55,8 @@ export function outputName(uploaded: string | undefined, info: InfoResult): stri
 
 /** The compression facts as headers, so a client that streams the bytes to disk still gets them. */
 export function setInfoHeaders(res: Response, info: InfoResult): void {
-  res.setHeader('X-Input-Size', String(info.input_size));
-  res.setHeader('X-Output-Size', String(info.output_size));
-  res.setHeader('X-Savings-Percent', String(info.savings_percent));
-  res.setHeader('X-Width', String(info.width));
-  res.setHeader('X-Height', String(info.height));
-  res.setHeader('X-Input-Width', String(info.input_width));
-  res.setHeader('X-Input-Height', String(info.input_height));
-  res.setHeader('X-Input-Format', info.input_format);
-  res.setHeader('X-Output-Format', info.output_format);
-  res.setHeader('X-Quality', String(info.quality));
-  res.setHeader('X-Auto-Quality', String(info.auto_quality));
-  res.setHeader('X-Optimized', String(info.optimized));
-  res.setHeader('X-Metadata-Stripped', String(info.metadata_stripped));
-  if (info.score !== undefined) res.setHeader('X-Score', String(info.score));
-  if (info.chroma_subsampling !== undefined) res.setHeader('X-Chroma-Subsampling', info.chroma_subsampling);
-  if (info.lossless !== undefined) res.setHeader('X-Lossless', String(info.lossless));
-  if (info.near_lossless !== undefined) res.setHeader('X-Near-Lossless', String(info.near_lossless));
-  if (info.effort !== undefined) res.setHeader('X-Effort', String(info.effort));
-  if (info.auto_steps !== undefined) res.setHeader('X-Auto-Steps', String(info.auto_steps));
+  // The contract's codec: every fact of RESULT_HEADERS the result has, under its derived name.
+  for (const [name, value] of encodeResultHeaders(info)) res.setHeader(name, value);
 }
 
 /** Answer with the compressed bytes, their type, a download name and the facts as headers. */

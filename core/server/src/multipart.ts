@@ -253,7 +253,13 @@ export function readMultipart(
               'INVALID_REQUEST',
               `Too many files: a batch holds at most ${limits.maxFiles}.`,
               {
-                details: { max_items: limits.maxFiles },
+                details: [
+                  {
+                    field: 'file',
+                    expected: `at most ${limits.maxFiles} parts`,
+                    received: `more than ${limits.maxFiles} parts`,
+                  },
+                ],
               },
             )
           : new CompressoError('INVALID_REQUEST', 'Send exactly one file part ("file").'),

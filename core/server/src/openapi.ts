@@ -1,5 +1,23 @@
 import type { Config } from '@compresso/runtime';
-import { ERROR_STATUS, type ErrorCode, openApiComponents } from '@compresso/schema';
+import {
+  API_HEADERS,
+  API_ROUTES,
+  type ApiHeaderName,
+  ERROR_STATUS,
+  type ErrorCode,
+  MIME_TYPES,
+  OUTPUT_FORMATS,
+  openApiComponents,
+  RESULT_HEADERS,
+  type ResultHeaderField,
+  ROUTE_BODIES,
+  ROUTE_IDS,
+  type RouteBodies,
+  type RouteId,
+  type RouteSpec,
+  resultHeaderName,
+  schemaNameOf,
+} from '@compresso/schema';
 
 type Json = Record<string, unknown>;
 
@@ -16,15 +34,19 @@ function errorResponse(status: number, when: string): Json {
   };
 }
 
-const rateHeaders: Json = {
-  'RateLimit-Limit': { description: "The account's daily request limit.", schema: { type: 'integer' } },
-  'RateLimit-Remaining': { description: 'Requests left today.', schema: { type: 'integer' } },
-  'RateLimit-Reset': {
-    description: 'Seconds until the quota resets (00:00 UTC).',
-    schema: { type: 'integer' },
-  },
-  'X-Request-Id': { description: 'Identifies this request in the logs.', schema: { type: 'string' } },
-};
+function apiHeader(name: ApiHeaderName, description?: string): Json {
+  const spec = API_HEADERS[name];
+  return { description: description ?? spec.description, schema: { type: spec.type } };
+}
+
+const requestIdHeader = (): Json => ({ 'X-Request-Id': apiHeader('X-Request-Id') });
+
+/** Sent by the API-key check on every answer past it. */
+const rateHeaders = (): Json => ({
+  'RateLimit-Limit': apiHeader('RateLimit-Limit'),
+  'RateLimit-Remaining': apiHeader('RateLimit-Remaining'),
+  'RateLimit-Reset': apiHeader('RateLimit-Reset'),
+});
 
 const authErrors = (): Json => ({
   '401': errorResponse(401, 'Missing, malformed, unknown or revoked API key.'),
@@ -35,11 +57,8 @@ const authErrors = (): Json => ({
       'The daily quota is used up. Retry-After gives the seconds to the reset; X-Should-Retry is false.',
     ),
     headers: {
-      'Retry-After': { description: 'Seconds until the quota resets.', schema: { type: 'integer' } },
-      'X-Should-Retry': {
-        description: 'Always "false": retrying before the reset cannot succeed.',
-        schema: { type: 'string' },
-      },
+      'Retry-After': apiHeader('Retry-After', 'Seconds until the quota resets.'),
+      'X-Should-Retry': apiHeader('X-Should-Retry'),
     },
   },
   '500': errorResponse(
@@ -65,157 +84,249 @@ const imageErrors = (config: Config): Json => ({
       503,
       `The server holds as many uploads as its memory budget allows (${config.uploadMemoryBytes} bytes); retry after Retry-After seconds. Not counted against the quota.`,
     ),
-    headers: {
-      'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
-    },
+    headers: { 'Retry-After': apiHeader('Retry-After') },
   },
 });
 
-const infoHeaderNames = [
-  ['X-Input-Size', 'Input bytes.'],
-  ['X-Output-Size', 'Output bytes.'],
-  ['X-Savings-Percent', 'Share of the input saved, in percent.'],
-  ['X-Width', 'Output width in pixels.'],
-  ['X-Height', 'Output height in pixels.'],
-  ['X-Input-Format', 'Format of the input.'],
-  ['X-Output-Format', 'Format of the output.'],
-  ['X-Input-Width', 'Input width in pixels, after orientation.'],
-  ['X-Input-Height', 'Input height in pixels, after orientation.'],
-  ['X-Quality', 'Quality used (1–100; the one chosen when quality was "auto").'],
-  ['X-Auto-Quality', 'true when quality "auto" chose the quality and settings.'],
-  ['X-Optimized', 'false when the input was returned unchanged.'],
-  ['X-Metadata-Stripped', 'true when EXIF, XMP and IPTC were removed.'],
-  [
-    'X-Score',
-    'SSIMULACRA2 of the output against the resized input, when one was computed (always for quality "auto").',
-  ],
-  [
-    'X-Chroma-Subsampling',
-    'JPEG and lossy AVIF: 4:2:0 or 4:4:4 (quality "auto" picks 4:4:4 for text, sharp colour edges and small images).',
-  ],
-  [
-    'X-Lossless',
-    'WebP, AVIF, PNG: true for a lossless output (quality "auto" may choose lossless WebP for screenshots and graphics).',
-  ],
-  ['X-Near-Lossless', 'WebP: true when written near-lossless (quality "auto" on small images).'],
-  ['X-Effort', 'Encoder effort (WebP method, AVIF effort, palette PNG effort), when the format has one.'],
-  ['X-Auto-Steps', 'Quality "auto": candidate encodes scored to choose the output.'],
-] as const;
+/** What each route of the table means, in words; the rest of its operation comes from the table. */
+interface RouteDoc {
+  summary: string;
+  description?: string;
+  success: string;
+  errors?: Json;
+}
 
-const nullable = (type: string, description?: string): Json => ({
-  type: [type, 'null'],
-  ...(description ? { description } : {}),
-});
-
-/** GET /api/v1/jobs/{id} and the 202 of POST /api/v1/jobs (jobs/batch.ts batchView). */
-const batchJobSchema: Json = {
-  type: 'object',
-  required: ['id', 'status', 'created_at', 'status_url', 'options', 'progress', 'items'],
-  properties: {
-    id: { type: 'string', examples: ['job_Ab3dEf9hIj2k'] },
-    status: {
-      enum: ['queued', 'running', 'completed'],
-      description: '`completed` once every item is done or failed; see `progress.failed`.',
+function routeDocs(config: Config): Record<RouteId, RouteDoc> {
+  return {
+    compress: {
+      summary: 'Compress or convert one image',
+      description: 'Answers the image bytes. The compression facts are in the X-* headers.',
+      success: 'The compressed image, named after the upload with the new extension (Content-Disposition).',
+      errors: { ...imageErrors(config), ...authErrors() },
     },
-    created_at: { type: 'string', format: 'date-time' },
-    status_url: { type: 'string', description: 'This job, to poll.' },
-    options: { type: 'object', description: 'The compress options applied to every item, as validated.' },
-    progress: {
-      type: 'object',
-      required: ['total', 'done', 'failed', 'queued', 'percent'],
-      properties: {
-        total: { type: 'integer' },
-        done: { type: 'integer' },
-        failed: { type: 'integer' },
-        queued: { type: 'integer', description: 'Waiting or being worked on.' },
-        percent: { type: 'integer', description: 'Finished items (done or failed), in percent.' },
+    info: {
+      summary: 'What compression would do, without keeping anything',
+      success: 'The compression facts (also in the X-* headers, as /compress sends them).',
+      errors: { ...imageErrors(config), ...authErrors() },
+    },
+    createKey: {
+      summary: "Create an API key for the caller's account",
+      description: 'The secret is in this answer only; it is stored as a hash and cannot be shown again.',
+      success: 'The new key, with its secret.',
+      errors: {
+        '400': errorResponse(400, 'The body is not {"name": string}; `details` names the field.'),
+        '409': errorResponse(409, 'The account has the most active keys allowed.'),
+        ...authErrors(),
       },
     },
-    items: {
-      type: 'array',
-      description: 'One entry per file or URL, in the order sent.',
-      items: {
-        type: 'object',
-        required: ['index', 'name', 'status', 'error', 'download_url'],
-        properties: {
-          index: { type: 'integer' },
-          name: { type: 'string', description: 'The upload file name, or the last segment of the URL.' },
-          url: { type: 'string', description: 'The URL fetched (URL batches only).' },
-          status: { enum: ['queued', 'done', 'failed'] },
-          input_size: nullable('integer'),
-          output_size: nullable('integer'),
-          savings_percent: nullable('number'),
-          output_format: nullable('string'),
-          output_name: nullable('string', 'The download name: the input name with the new extension.'),
-          width: nullable('integer'),
-          height: nullable('integer'),
-          error: {
-            oneOf: [
-              { type: 'null' },
-              {
-                type: 'object',
-                required: ['code', 'message'],
-                properties: { code: { type: 'string' }, message: { type: 'string' } },
-              },
-            ],
-            description:
-              'Why the item failed (an error code of the table, e.g. CORRUPT_IMAGE, URL_FETCH_FAILED).',
-          },
-          download_url: nullable('string', 'The result, once the item is done.'),
-          finished_at: nullable('string'),
-        },
+    listKeys: {
+      summary: "The account's active keys (never their secrets)",
+      success: 'Active keys, oldest first.',
+      errors: authErrors(),
+    },
+    revokeKey: {
+      summary: 'Revoke a key; it stops working at once',
+      description: 'Answered even when the daily quota is used up, so a leaked key can always be revoked.',
+      success: 'Revoked.',
+      errors: {
+        '404': errorResponse(404, "No active key with this id in the caller's account."),
+        ...authErrors(),
       },
     },
-  },
-};
+    usage: {
+      summary: "Today's usage of the account's quota (this request included)",
+      success: 'Usage.',
+      errors: authErrors(),
+    },
+    createJob: {
+      summary: 'Compress many images in the background',
+      description:
+        `A batch of up to ${config.maxBatchItems} images, either uploaded (multipart, one \`file\` part per image, plus the compress options once) ` +
+        'or fetched by the server from public http(s) URLs (JSON). Answers at once with the job; poll `status_url` and download each result ' +
+        'as soon as it is done. A batch of n items counts n requests of the daily quota, reserved whole at submission (refused whole with ' +
+        '429 when they do not fit); reading progress and downloading results are not counted. Items that fail through our fault are given back.',
+      success: 'Queued. `Location` is the job.',
+      errors: {
+        ...imageErrors(config),
+        '400': errorResponse(
+          400,
+          'No file, too many items, a bad option, or a URL that is not allowed: `details` names each field (`urls[i]`, `file`, an option).',
+        ),
+        ...authErrors(),
+      },
+    },
+    getJob: {
+      summary: 'Progress and per-item results of a batch job (not counted against the quota)',
+      success: 'The job.',
+      errors: { '404': errorResponse(404, "No job with this id in the caller's account."), ...authErrors() },
+    },
+    getJobItem: {
+      summary: 'Download one finished result (not counted against the quota)',
+      success: 'The compressed image, with Content-Disposition naming it.',
+      errors: {
+        '404': errorResponse(404, "No such job in the caller's account, or no such item."),
+        '409': errorResponse(409, 'The item is not done: still queued, or failed (`details.status`).'),
+        ...authErrors(),
+      },
+    },
+    openapi: { summary: 'This document', success: 'OpenAPI 3.1.' },
+    docs: { summary: 'The API reference as HTML', success: 'HTML.' },
+    healthz: { summary: 'The process is alive', success: 'Alive.' },
+    readyz: {
+      summary: 'The database answers',
+      success: 'Ready.',
+      errors: { '503': errorResponse(503, 'The database does not answer.') },
+    },
+  };
+}
 
 /**
- * The OpenAPI 3.1 document of /api/v1. Component schemas come from @compresso/schema, so the options
- * and results documented here are the ones the server validates with.
+ * Every answer carries X-Request-Id; an error answered after the key was checked (anything but 401
+ * and 403) also carries the RateLimit-* headers of that check.
+ */
+function errorsWithHeaders(errors: Json, keyed: boolean): Json {
+  return Object.fromEntries(
+    Object.entries(errors).map(([status, response]) => {
+      const { headers, ...rest } = response as { headers?: Json };
+      const pastAuth = keyed && status !== '401' && status !== '403';
+      return [
+        status,
+        { ...rest, headers: { ...requestIdHeader(), ...(pastAuth ? rateHeaders() : {}), ...headers } },
+      ];
+    }),
+  );
+}
+
+const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
+
+const imageContent = (): Json =>
+  Object.fromEntries(
+    OUTPUT_FORMATS.map((format) => [
+      MIME_TYPES[format],
+      { schema: { type: 'string', contentMediaType: MIME_TYPES[format] } },
+    ]),
+  );
+
+/** Path parameters: an item index is an integer, every other parameter an id string. */
+function parametersOf(path: string): Json[] {
+  return [...path.matchAll(/\{([A-Za-z_]+)\}/g)].map(([, name]) => ({
+    name,
+    in: 'path',
+    required: true,
+    schema: name === 'index' ? { type: 'integer', minimum: 0 } : { type: 'string' },
+  }));
+}
+
+/**
+ * The OpenAPI 3.1 document of /api/v1, built from @compresso/schema's route table: every route of
+ * the table and no other, its auth, bodies (component schemas from zod, so what is documented is
+ * what the server validates with) and headers (the result facts through the table's codec).
  */
 export function openApiDocument(config: Config): Json {
   const components = openApiComponents();
-  const multipart = {
-    required: true,
-    content: {
-      'multipart/form-data': {
-        schema: {
-          // The options' properties beside `file` in one object: an allOf with the strict
-          // CompressOptions schema (additionalProperties: false) would forbid `file` itself.
-          type: 'object',
-          required: ['file'],
-          additionalProperties: false,
-          properties: {
-            file: { type: 'string', contentMediaType: 'application/octet-stream', description: 'The image.' },
-            ...(components.schemas.CompressOptions?.properties as Json | undefined),
-          },
+  const optionProperties = components.schemas.CompressOptions?.properties as Json | undefined;
+  const resultDescriptions = (components.schemas.InfoResult?.properties ?? {}) as Record<
+    string,
+    { description?: string }
+  >;
+  const resultHeader = (field: ResultHeaderField): [string, Json] => {
+    const spec = RESULT_HEADERS[field];
+    return [
+      resultHeaderName(field),
+      {
+        description: resultDescriptions[field]?.description ?? field,
+        required: spec.required,
+        schema: { type: spec.type },
+      },
+    ];
+  };
+  const multipart = (files: 'one' | 'many'): Json => ({
+    'multipart/form-data': {
+      schema: {
+        // The options' properties beside `file` in one object: an allOf with the strict
+        // CompressOptions schema (additionalProperties: false) would forbid `file` itself.
+        type: 'object',
+        required: ['file'],
+        additionalProperties: false,
+        properties: {
+          file:
+            files === 'one'
+              ? { type: 'string', contentMediaType: 'application/octet-stream', description: 'The image.' }
+              : {
+                  type: 'array',
+                  items: { type: 'string', contentMediaType: 'application/octet-stream' },
+                  description: 'The images, one part each.',
+                },
+          ...optionProperties,
         },
       },
     },
-  };
-  const infoHeaders = Object.fromEntries(
-    infoHeaderNames.map(([name, description]) => [name, { description, schema: { type: 'string' } }]),
-  );
-  const keyView = {
-    type: 'object',
-    required: ['id', 'name', 'prefix', 'created_at', 'last_used_at', 'revoked_at'],
-    properties: {
-      id: { type: 'string', examples: ['key_Ab3dEf9hIj2k'] },
-      name: { type: 'string' },
-      prefix: {
-        type: 'string',
-        description: 'The visible, non-secret start of the key.',
-        examples: ['cmp_live_Q2x9LmPa'],
+  });
+  const urlBatch = components.schemas.UrlBatchRequest as { properties: Record<string, Json> };
+  const docs = routeDocs(config);
+  const paths: Record<string, Record<string, Json>> = {};
+  for (const id of ROUTE_IDS) {
+    const route: RouteSpec = API_ROUTES[id];
+    const bodies: RouteBodies = ROUTE_BODIES[id];
+    const doc = docs[id];
+    let requestBody: Json | undefined;
+    if (route.request === 'image-form') requestBody = { required: true, content: multipart('one') };
+    else if (route.request === 'batch') {
+      requestBody = {
+        required: true,
+        content: {
+          ...multipart('many'),
+          'application/json': {
+            schema: {
+              ...urlBatch,
+              properties: {
+                ...urlBatch.properties,
+                urls: { ...urlBatch.properties.urls, maxItems: config.maxBatchItems },
+                options: ref('CompressOptions'),
+              },
+            },
+          },
+        },
+      };
+    } else if (route.request === 'json') {
+      requestBody = {
+        required: false,
+        content: { 'application/json': { schema: ref(schemaNameOf(bodies.json) ?? 'CreateKeyRequest') } },
+      };
+    }
+    const headers: Json = { ...requestIdHeader(), ...(route.auth === 'key' ? rateHeaders() : {}) };
+    if (route.resultHeaders) {
+      const fields = (
+        route.resultHeaders === 'all' ? Object.keys(RESULT_HEADERS) : route.resultHeaders
+      ) as ResultHeaderField[];
+      Object.assign(headers, Object.fromEntries(fields.map(resultHeader)));
+    }
+    if (route.status === 202) headers.Location = apiHeader('Location', 'The job URL.');
+    const responseName = schemaNameOf(bodies.response);
+    const content =
+      route.response === 'image'
+        ? imageContent()
+        : route.response === 'html'
+          ? { 'text/html': { schema: { type: 'string' } } }
+          : { 'application/json': { schema: responseName ? ref(responseName) : { type: 'object' } } };
+    const parameters = parametersOf(route.path);
+    paths[route.path] = {
+      ...paths[route.path],
+      [route.method.toLowerCase()]: {
+        operationId: id,
+        summary: doc.summary,
+        ...(doc.description ? { description: doc.description } : {}),
+        ...(route.auth === 'none' ? { security: [] } : {}),
+        ...(route.auth === 'optional' ? { security: [{}, { apiKey: [] }] } : {}),
+        ...(parameters.length ? { parameters } : {}),
+        ...(requestBody ? { requestBody } : {}),
+        responses: {
+          [String(route.status)]: { description: doc.success, headers, content },
+          ...errorsWithHeaders(doc.errors ?? {}, route.auth === 'key'),
+        },
       },
-      created_at: { type: 'string', format: 'date-time' },
-      last_used_at: {
-        type: ['string', 'null'],
-        format: 'date-time',
-        description: 'Updated at most once a minute.',
-      },
-      revoked_at: { type: ['string', 'null'], format: 'date-time' },
-    },
-  };
+    };
+  }
   return {
     openapi: '3.1.0',
     info: {
@@ -229,307 +340,7 @@ export function openApiDocument(config: Config): Json {
     },
     servers: [{ url: '/' }],
     security: [{ apiKey: [] }],
-    paths: {
-      '/api/v1/compress': {
-        post: {
-          operationId: 'compress',
-          summary: 'Compress or convert one image',
-          description: 'Answers the image bytes. The compression facts are in the X-* headers.',
-          requestBody: multipart,
-          responses: {
-            '200': {
-              description:
-                'The compressed image, named after the upload with the new extension (Content-Disposition).',
-              headers: { ...rateHeaders, ...infoHeaders },
-              content: Object.fromEntries(
-                ['image/jpeg', 'image/png', 'image/webp', 'image/avif', 'image/gif'].map((t) => [
-                  t,
-                  { schema: { type: 'string', contentMediaType: t } },
-                ]),
-              ),
-            },
-            ...imageErrors(config),
-            ...authErrors(),
-          },
-        },
-      },
-      '/api/v1/info': {
-        post: {
-          operationId: 'info',
-          summary: 'What compression would do, without keeping anything',
-          requestBody: multipart,
-          responses: {
-            '200': {
-              description: 'The compression facts.',
-              headers: rateHeaders,
-              content: { 'application/json': { schema: { $ref: '#/components/schemas/InfoResult' } } },
-            },
-            ...imageErrors(config),
-            ...authErrors(),
-          },
-        },
-      },
-      '/api/v1/key': {
-        post: {
-          operationId: 'createKey',
-          summary: "Create an API key for the caller's account",
-          description: 'The secret is in this answer only; it is stored as a hash and cannot be shown again.',
-          requestBody: {
-            required: false,
-            content: {
-              'application/json': {
-                schema: {
-                  type: 'object',
-                  additionalProperties: false,
-                  properties: { name: { type: 'string', maxLength: 100 } },
-                },
-              },
-            },
-          },
-          responses: {
-            '201': {
-              description: 'The new key, with its secret.',
-              headers: rateHeaders,
-              content: {
-                'application/json': {
-                  schema: {
-                    ...keyView,
-                    required: [...keyView.required, 'key'],
-                    properties: {
-                      ...keyView.properties,
-                      key: { type: 'string', description: 'The secret: `cmp_live_` and 43 characters.' },
-                    },
-                  },
-                },
-              },
-            },
-            '400': errorResponse(400, 'The body is not {"name": string}.'),
-            '409': errorResponse(409, 'The account has the most active keys allowed.'),
-            ...authErrors(),
-          },
-        },
-      },
-      '/api/v1/keys': {
-        get: {
-          operationId: 'listKeys',
-          summary: "The account's active keys (never their secrets)",
-          responses: {
-            '200': {
-              description: 'Active keys, oldest first.',
-              headers: rateHeaders,
-              content: {
-                'application/json': {
-                  schema: {
-                    type: 'object',
-                    required: ['keys'],
-                    properties: { keys: { type: 'array', items: keyView } },
-                  },
-                },
-              },
-            },
-            ...authErrors(),
-          },
-        },
-      },
-      '/api/v1/keys/{id}': {
-        delete: {
-          operationId: 'revokeKey',
-          summary: 'Revoke a key; it stops working at once',
-          description:
-            'Answered even when the daily quota is used up, so a leaked key can always be revoked.',
-          parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
-          responses: {
-            '200': {
-              description: 'Revoked.',
-              content: {
-                'application/json': {
-                  schema: {
-                    type: 'object',
-                    properties: { id: { type: 'string' }, revoked: { const: true } },
-                  },
-                },
-              },
-            },
-            '404': errorResponse(404, "No active key with this id in the caller's account."),
-            ...authErrors(),
-          },
-        },
-      },
-      '/api/v1/usage': {
-        get: {
-          operationId: 'usage',
-          summary: "Today's usage of the account's quota (this request included)",
-          responses: {
-            '200': {
-              description: 'Usage.',
-              headers: rateHeaders,
-              content: {
-                'application/json': {
-                  schema: {
-                    type: 'object',
-                    required: ['plan', 'day', 'used', 'limit', 'remaining', 'resets_at', 'resets_in_seconds'],
-                    properties: {
-                      plan: { type: 'string' },
-                      day: { type: 'string', format: 'date', description: 'The UTC day counted.' },
-                      used: { type: 'integer' },
-                      limit: { type: 'integer' },
-                      remaining: { type: 'integer' },
-                      resets_at: { type: 'string', format: 'date-time' },
-                      resets_in_seconds: { type: 'integer' },
-                    },
-                  },
-                },
-              },
-            },
-            ...authErrors(),
-          },
-        },
-      },
-      '/api/v1/jobs': {
-        post: {
-          operationId: 'createJob',
-          summary: 'Compress many images in the background',
-          description:
-            `A batch of up to ${config.maxBatchItems} images, either uploaded (multipart, one \`file\` part per image, plus the compress options once) ` +
-            'or fetched by the server from public http(s) URLs (JSON). Answers at once with the job; poll `status_url` and download each result ' +
-            'as soon as it is done. A batch of n items counts n requests of the daily quota, reserved whole at submission (refused whole with ' +
-            '429 when they do not fit); reading progress and downloading results are not counted. Items that fail through our fault are given back.',
-          requestBody: {
-            required: true,
-            content: {
-              'multipart/form-data': {
-                schema: {
-                  type: 'object',
-                  required: ['file'],
-                  properties: {
-                    file: {
-                      type: 'array',
-                      items: { type: 'string', contentMediaType: 'application/octet-stream' },
-                      description: 'The images, one part each.',
-                    },
-                    ...(components.schemas.CompressOptions?.properties as Json | undefined),
-                  },
-                },
-              },
-              'application/json': {
-                schema: {
-                  type: 'object',
-                  required: ['urls'],
-                  additionalProperties: false,
-                  properties: {
-                    urls: {
-                      type: 'array',
-                      minItems: 1,
-                      maxItems: config.maxBatchItems,
-                      items: { type: 'string', format: 'uri', maxLength: 2048 },
-                      description:
-                        'Public http(s) URLs. Addresses that are private, loopback, link-local or reserved are refused (URL_NOT_ALLOWED), also after redirects and DNS resolution.',
-                    },
-                    options: { $ref: '#/components/schemas/CompressOptions' },
-                  },
-                },
-              },
-            },
-          },
-          responses: {
-            '202': {
-              description: 'Queued. `Location` is the job.',
-              headers: {
-                ...rateHeaders,
-                Location: { description: 'The job URL.', schema: { type: 'string' } },
-              },
-              content: { 'application/json': { schema: batchJobSchema } },
-            },
-            ...imageErrors(config),
-            '400': errorResponse(
-              400,
-              'No file, too many items, a bad option (`details` names the field), or a URL that is not allowed (`urls[i]`).',
-            ),
-            ...authErrors(),
-          },
-        },
-      },
-      '/api/v1/jobs/{id}': {
-        get: {
-          operationId: 'getJob',
-          summary: 'Progress and per-item results of a batch job (not counted against the quota)',
-          parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
-          responses: {
-            '200': {
-              description: 'The job.',
-              headers: rateHeaders,
-              content: { 'application/json': { schema: batchJobSchema } },
-            },
-            '404': errorResponse(404, "No job with this id in the caller's account."),
-            ...authErrors(),
-          },
-        },
-      },
-      '/api/v1/jobs/{id}/items/{index}': {
-        get: {
-          operationId: 'getJobItem',
-          summary: 'Download one finished result (not counted against the quota)',
-          parameters: [
-            { name: 'id', in: 'path', required: true, schema: { type: 'string' } },
-            { name: 'index', in: 'path', required: true, schema: { type: 'integer', minimum: 0 } },
-          ],
-          responses: {
-            '200': {
-              description: 'The compressed image, with Content-Disposition naming it.',
-              headers: {
-                ...rateHeaders,
-                'X-Input-Size': { description: 'Input bytes.', schema: { type: 'string' } },
-                'X-Output-Size': { description: 'Output bytes.', schema: { type: 'string' } },
-              },
-              content: Object.fromEntries(
-                ['image/jpeg', 'image/png', 'image/webp', 'image/avif', 'image/gif'].map((t) => [
-                  t,
-                  { schema: { type: 'string', contentMediaType: t } },
-                ]),
-              ),
-            },
-            '404': errorResponse(404, "No such job in the caller's account, or no such item."),
-            '409': errorResponse(409, 'The item is not done: still queued, or failed (`details.status`).'),
-            ...authErrors(),
-          },
-        },
-      },
-      '/api/v1/openapi.json': {
-        get: {
-          operationId: 'openapi',
-          summary: 'This document',
-          security: [],
-          responses: { '200': { description: 'OpenAPI 3.1.' } },
-        },
-      },
-      '/api/v1/docs': {
-        get: {
-          operationId: 'docs',
-          summary: 'The API reference as HTML',
-          security: [],
-          responses: { '200': { description: 'HTML.' } },
-        },
-      },
-      '/healthz': {
-        get: {
-          operationId: 'healthz',
-          summary: 'The process is alive',
-          security: [],
-          responses: { '200': { description: 'Alive.' } },
-        },
-      },
-      '/readyz': {
-        get: {
-          operationId: 'readyz',
-          summary: 'The database answers',
-          security: [],
-          responses: {
-            '200': { description: 'Ready.' },
-            '503': errorResponse(503, 'The database does not answer.'),
-          },
-        },
-      },
-    },
+    paths,
     components: {
       ...components,
       securitySchemes: {

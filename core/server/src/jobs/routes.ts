@@ -1,10 +1,16 @@
 import type { BlobStore, Config, Database, JobQueue, Logger } from '@compresso/runtime';
-import { type CompressOptions, CompressoError, parseCompressOptions } from '@compresso/schema';
+import {
+  type CompressOptions,
+  CompressoError,
+  fieldProblems,
+  parseCompressOptions,
+  UrlBatchRequestSchema,
+} from '@compresso/schema';
 import express, { type Request, type RequestHandler, type Response } from 'express';
-import { z } from 'zod';
 import { authOf } from '../auth.ts';
 import { sendContinue } from '../expect-continue.ts';
 import { fingerprintOf, type Idempotency } from '../idempotency.ts';
+import type { RouteRegistrar } from '../routes.ts';
 import type { UploadBudget } from '../upload-budget.ts';
 import { batchItemJob, batchView, inputKey, newBatchId, outputKey, ownBatch } from './batch.ts';
 import { type BatchUpload, readBatchUpload } from './batch-upload.ts';
@@ -23,13 +29,6 @@ export interface BatchRouteDeps {
   /** Authenticates without counting: progress and downloads of work already counted. */
   authNoCount: RequestHandler;
 }
-
-const UrlBatchSchema = z
-  .object({
-    urls: z.array(z.string().max(2048)).min(1),
-    options: z.record(z.string(), z.unknown()).optional(),
-  })
-  .strict();
 
 /** Blob writes at once while storing a batch's originals: enough to overlap I/O, not a flood. */
 const STORE_PARALLELISM = 16;
@@ -63,7 +62,7 @@ interface NewItem {
  * (as a 4xx answer does); items that fail through ours are given back. Reading progress and
  * downloading results is not counted: polling a 500-item batch must not burn the quota.
  */
-export function registerBatchRoutes(app: express.Express, deps: BatchRouteDeps): void {
+export function registerBatchRoutes(routes: RouteRegistrar, deps: BatchRouteDeps): void {
   const { db, config, logger, budget } = deps;
 
   const ports = () => {
@@ -73,7 +72,7 @@ export function registerBatchRoutes(app: express.Express, deps: BatchRouteDeps):
     return { queue: deps.queue, blobs: deps.blobs };
   };
 
-  app.post('/api/v1/jobs', deps.auth, async (req, res) => {
+  routes.add('createJob', deps.auth, async (req, res) => {
     const { queue, blobs } = ports();
     const state = authOf(res);
     const contentType = req.headers['content-type'] ?? '';
@@ -112,16 +111,13 @@ export function registerBatchRoutes(app: express.Express, deps: BatchRouteDeps):
     let options: CompressOptions;
     let source: 'upload' | 'url';
     if ('json' in body) {
-      const parsed = UrlBatchSchema.safeParse(body.json);
+      const parsed = UrlBatchRequestSchema.safeParse(body.json);
       if (!parsed.success) {
         throw new CompressoError(
           'INVALID_REQUEST',
           'Expected a JSON body {"urls": ["https://…", …], "options": {…}} with at least one URL.',
           {
-            details: parsed.error.issues.map((i) => ({
-              field: i.path.join('.') || '(body)',
-              problem: i.message,
-            })),
+            details: fieldProblems(parsed.error.issues, body.json),
           },
         );
       }
@@ -130,7 +126,13 @@ export function registerBatchRoutes(app: express.Express, deps: BatchRouteDeps):
           'INVALID_REQUEST',
           `Too many URLs: a batch holds at most ${config.maxBatchItems}.`,
           {
-            details: { max_items: config.maxBatchItems },
+            details: [
+              {
+                field: 'urls',
+                expected: `at most ${config.maxBatchItems} URLs`,
+                received: `${parsed.data.urls.length} URLs`,
+              },
+            ],
           },
         );
       }
@@ -241,13 +243,13 @@ export function registerBatchRoutes(app: express.Express, deps: BatchRouteDeps):
     res.json(view);
   }
 
-  app.get('/api/v1/jobs/:id', deps.authNoCount, async (req, res) => {
+  routes.add('getJob', deps.authNoCount, async (req, res) => {
     const batch = await ownBatch(db, String(req.params.id), authOf(res).account.id);
     res.setHeader('Cache-Control', 'no-store');
     res.json(batchView(batch, await db.listBatchItems(batch.id)));
   });
 
-  app.get('/api/v1/jobs/:id/items/:index', deps.authNoCount, async (req, res) => {
+  routes.add('getJobItem', deps.authNoCount, async (req, res) => {
     const { blobs } = ports();
     const batch = await ownBatch(db, String(req.params.id), authOf(res).account.id);
     const raw = String(req.params.index);

@@ -74,15 +74,20 @@ function accountOf(res: Response): Account | undefined {
  * adds Fetch Metadata and Origin, which browsers send with every upload, as a second wall.
  */
 const sameSiteOnly: RequestHandler = (req, _res, next) => {
-  const refuse = (why: string) =>
+  const refuse = (field: string, why: string, expected: string, received: string) =>
     new CompressoError(
       'FORBIDDEN',
       `Origin: ${why} Use the compressor page, or /api/v1/compress with an API key.`,
-      { details: [{ field: 'Origin', problem: why }] },
+      { details: [{ field, expected, received: received.slice(0, 100) }] },
     );
   const site = req.get('Sec-Fetch-Site');
   if (site && site !== 'same-origin')
-    throw refuse(`the request came from another site (Sec-Fetch-Site: ${site}).`);
+    throw refuse(
+      'Sec-Fetch-Site',
+      `the request came from another site (Sec-Fetch-Site: ${site}).`,
+      'same-origin',
+      site,
+    );
   const origin = req.get('Origin');
   if (origin) {
     let host: string | undefined;
@@ -91,7 +96,14 @@ const sameSiteOnly: RequestHandler = (req, _res, next) => {
     } catch {
       host = undefined;
     }
-    if (host !== req.get('Host')) throw refuse('the request came from another origin.');
+    if (host !== req.get('Host')) {
+      throw refuse(
+        'Origin',
+        'the request came from another origin.',
+        `this site (${req.get('Host')})`,
+        origin,
+      );
+    }
   }
   next();
 };
