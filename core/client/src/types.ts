@@ -169,6 +169,14 @@ export interface CompressBatchOptions extends ImageOptions, RequestOptions {
   concurrency?: number;
   /** Called after each input finishes, in completion order. */
   onProgress?: (event: BatchProgress) => void;
+  /**
+   * How the batch reaches the server. `'requests'` (default): one compress request per input from
+   * this process, `concurrency` at a time. `'job'`: one server-side job (POST /api/v1/jobs) with all
+   * the inputs, run by the server's workers; each result is downloaded as it finishes and written
+   * exactly as with `'requests'`. A server without a job queue (503) or a batch over its upload
+   * limit (413) falls back to `'requests'`.
+   */
+  via?: 'requests' | 'job';
 }
 
 /**
