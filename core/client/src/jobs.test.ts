@@ -160,7 +160,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('client.jobs o
     }
     const failed = downloads[2]!;
     expect(failed.error).toBeInstanceOf(UnsupportedImageError);
-    expect(failed.error?.code).toBe('CORRUPT_IMAGE');
+    expect([failed.error?.code, failed.error?.status]).toEqual(['CORRUPT_IMAGE', 422]);
     // Polling and downloading are not counted.
     expect(await server.db.usageOn(accountId, quotaDay())).toBe(before + 4);
   });

@@ -51,7 +51,7 @@ interface ItemWire {
   output_name: string | null;
   width: number | null;
   height: number | null;
-  error: { code: string; message: string } | null;
+  error: { code: string; message: string; status?: number } | null;
   download_url: string | null;
   finished_at: string | null;
 }
@@ -165,6 +165,7 @@ export function jobItemError(item: JobItem): CompressoError {
     const Class = errorClassFor(item.error.code, 0);
     return new Class(item.error.code, `Item ${item.index} (${item.name}): ${item.error.message}`, {
       details: { index: item.index },
+      ...(item.error.status !== undefined ? { status: item.error.status } : {}),
     });
   }
   return new BadRequestError(

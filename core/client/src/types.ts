@@ -279,8 +279,8 @@ export interface JobItem {
   outputName: string | null;
   width: number | null;
   height: number | null;
-  /** Why the item failed (an error code of the table and a message). */
-  error: { code: string; message: string } | null;
+  /** Why the item failed: an error code of the table, a message, and the status a request would get. */
+  error: { code: string; message: string; status?: number } | null;
   downloadUrl: string | null;
   finishedAt: string | null;
 }

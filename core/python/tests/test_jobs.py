@@ -97,7 +97,7 @@ class _JobsCases:
                 t.assertEqual(os.path.getsize(d.path), d.item.output_size)
                 t.assertEqual(Path(d.path).read_bytes()[8:12], b"WEBP")
         t.assertIsInstance(downloads[2].error, UnsupportedImageError)
-        t.assertEqual(downloads[2].error.code, "CORRUPT_IMAGE")
+        t.assertEqual((downloads[2].error.code, downloads[2].error.status), ("CORRUPT_IMAGE", 422))
 
     def test_same_idempotency_key_is_one_job_counted_once(self) -> None:
         t = self  # type: ignore[assignment]

@@ -67,7 +67,12 @@ def _item_error(item: JobItem) -> CompressoError:
     if item.error:
         code = str(item.error.get("code", "INTERNAL_ERROR"))
         cls = _BY_CODE.get(code, CompressoError)
-        return cls(f"Item {item.index} ({item.name}): {item.error.get('message', '')}", code=code)
+        status = item.error.get("status")
+        return cls(
+            f"Item {item.index} ({item.name}): {item.error.get('message', '')}",
+            code=code,
+            status=int(status) if isinstance(status, int) else None,
+        )
     return BadRequestError(f"Item {item.index} ({item.name}) is not finished yet ({item.status}).", code="CONFLICT")
 
 

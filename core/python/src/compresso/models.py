@@ -328,8 +328,9 @@ class JobItem:
     output_name: Optional[str] = None
     width: Optional[int] = None
     height: Optional[int] = None
-    #: Why the item failed: ``{"code": ..., "message": ...}``.
-    error: Optional[Dict[str, str]] = None
+    #: Why the item failed: ``{"code": ..., "message": ..., "status": ...}`` (the status a single
+    #: request would have answered with).
+    error: Optional[Dict[str, Any]] = None
     download_url: Optional[str] = None
     finished_at: Optional[str] = None
     #: The source URL, for jobs made from URLs.
