@@ -155,7 +155,11 @@ const batchJobSchema: Json = {
               {
                 type: 'object',
                 required: ['code', 'message'],
-                properties: { code: { type: 'string' }, message: { type: 'string' } },
+                properties: {
+                  code: { type: 'string' },
+                  message: { type: 'string' },
+                  status: { type: 'integer', description: 'The status a single request would answer with.' },
+                },
               },
             ],
             description:
@@ -174,6 +178,10 @@ const batchJobSchema: Json = {
  * and results documented here are the ones the server validates with.
  */
 export function openApiDocument(config: Config): Json {
+  return withIdempotency(document(config));
+}
+
+function document(config: Config): Json {
   const components = openApiComponents();
   const multipart = {
     required: true,
@@ -475,12 +483,9 @@ export function openApiDocument(config: Config): Json {
           ],
           responses: {
             '200': {
-              description: 'The compressed image, with Content-Disposition naming it.',
-              headers: {
-                ...rateHeaders,
-                'X-Input-Size': { description: 'Input bytes.', schema: { type: 'string' } },
-                'X-Output-Size': { description: 'Output bytes.', schema: { type: 'string' } },
-              },
+              description:
+                'The compressed image, with Content-Disposition naming it and the same X-* facts as a /compress answer.',
+              headers: { ...rateHeaders, ...infoHeaders },
               content: Object.fromEntries(
                 ['image/jpeg', 'image/png', 'image/webp', 'image/avif', 'image/gif'].map((t) => [
                   t,
@@ -537,4 +542,65 @@ export function openApiDocument(config: Config): Json {
       },
     },
   };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Idempotency-Key (issue 13). Kept apart from the document above, and applied to it, so the move of
+// this document onto the contract table can take it over as one piece: the header on every
+// idempotent submission, the replay marker on its success answers, and the two answers it adds.
+
+/** The submissions that take an Idempotency-Key: `path` → method. */
+export const IDEMPOTENT_OPERATIONS: Record<string, 'post'> = {
+  '/api/v1/compress': 'post',
+  '/api/v1/info': 'post',
+  '/api/v1/jobs': 'post',
+};
+
+const idempotencyParameter: Json = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]+$' },
+  description:
+    'Makes a retry safe: within 24 h, a request with the same key (per API key) and the same content (route, ' +
+    'option fields in any order, file names and bytes; for JSON, the same members) gets the first answer again — ' +
+    'status, headers and body, the image bytes included — marked `Idempotent-Replayed: true`, and is not counted ' +
+    'again. The first request is counted when it claims the key. 5xx and 429 answers are not kept: a retry after ' +
+    'them runs afresh. The clients send one automatically.',
+};
+
+function withIdempotency(doc: Json): Json {
+  const paths = doc.paths as Record<string, Record<string, Json>>;
+  for (const [path, method] of Object.entries(IDEMPOTENT_OPERATIONS)) {
+    const operation = paths[path]?.[method];
+    if (!operation) continue;
+    operation.parameters = [...((operation.parameters as Json[] | undefined) ?? []), idempotencyParameter];
+    const responses = operation.responses as Record<string, Json>;
+    for (const [status, response] of Object.entries(responses)) {
+      if (!status.startsWith('2')) continue;
+      response.headers = {
+        ...(response.headers as Json | undefined),
+        'Idempotent-Replayed': {
+          description: '"true" on an answer replayed for a repeated Idempotency-Key.',
+          schema: { type: 'string' },
+        },
+      };
+    }
+    responses['409'] = {
+      ...errorResponse(
+        409,
+        'IDEMPOTENCY_KEY_IN_USE: the first request with this Idempotency-Key was still running after 60 s; retry after Retry-After seconds for its answer.',
+      ),
+      headers: {
+        'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+      },
+    };
+    const reused =
+      'IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used within 24 h for a different request (route, file or options).';
+    const existing = responses['422'] as { description?: string } | undefined;
+    responses['422'] = existing
+      ? { ...existing, description: `${existing.description} Or ${reused}` }
+      : errorResponse(422, reused);
+  }
+  return doc;
 }
