@@ -19,7 +19,7 @@ import {
   RateLimitError,
 } from './errors.ts';
 import { type PreparedInput, prepareInput } from './input.ts';
-import { Jobs } from './jobs.ts';
+import { Jobs, jobItemError } from './jobs.ts';
 import {
   besideInput,
   EXTENSIONS,
@@ -50,6 +50,7 @@ import type {
   InfoOptions,
   InfoResult,
   InputFormat,
+  Job,
   OutputFormat,
   RequestOptions,
   RevokedApiKey,
@@ -63,6 +64,8 @@ const DEFAULT_MAX_RETRIES = 2;
 /** The server's default upload limit (COMPRESSO_MAX_UPLOAD_BYTES). */
 const DEFAULT_MAX_UPLOAD_BYTES = 50 * 1024 * 1024;
 const DEFAULT_MAX_RETRY_AFTER_S = 60;
+/** compressBatch via a job: how often it asks the server which items finished. */
+const JOB_POLL_MS = 500;
 const BACKOFF_BASE_MS = 500;
 const BACKOFF_MAX_MS = 8_000;
 
@@ -196,7 +199,14 @@ const REQUEST_OPTIONS = ['signal', 'timeout', 'maxRetries', 'idempotencyKey'];
 const KNOWN_OPTIONS = {
   info: new Set([...IMAGE_OPTIONS, ...REQUEST_OPTIONS]),
   compress: new Set([...IMAGE_OPTIONS, ...REQUEST_OPTIONS, 'output', 'overwrite']),
-  compressBatch: new Set([...IMAGE_OPTIONS, ...REQUEST_OPTIONS, 'outputDir', 'concurrency', 'onProgress']),
+  compressBatch: new Set([
+    ...IMAGE_OPTIONS,
+    ...REQUEST_OPTIONS,
+    'outputDir',
+    'concurrency',
+    'onProgress',
+    'via',
+  ]),
 };
 
 /**
@@ -404,6 +414,17 @@ export class Compresso {
       },
       options,
     );
+    return this.#finishCompressed(response, prepared, options, batch);
+  }
+
+  /** A compress answer (from /compress, or a job item's download): checked, written, reported. */
+  async #finishCompressed(
+    response: WireResponse,
+    prepared: PreparedInput,
+    options: CompressOptions,
+    batch: { target: { dir: string; stem: string } | undefined; claimed: Set<string> } | undefined,
+  ): Promise<CompressResult> {
+    const explicit = options.output;
     const format = (response.headers['x-output-format'] ?? '') as OutputFormat;
     // The extension is part of every path written below: a format name that could carry a path
     // (`../../x`) fails the call before anything is written.
@@ -485,13 +506,21 @@ export class Compresso {
     options: CompressBatchOptions = {},
   ): Promise<BatchItem[]> {
     checkOptions('compressBatch', options);
-    const { outputDir, concurrency: wanted, onProgress, ...compressOptions } = options;
+    const { outputDir, concurrency: wanted, onProgress, via = 'requests', ...compressOptions } = options;
+    if (via !== 'requests' && via !== 'job') {
+      throw new BadRequestError(
+        'INVALID_OPTION',
+        `via: expected "requests" or "job", received ${JSON.stringify(via)}.`,
+        {
+          details: [{ field: 'via', expected: '"requests" or "job"', received: String(via) }],
+        },
+      );
+    }
     const concurrency = nonNegativeInteger(wanted, 2, 'concurrency') || 1;
     const total = inputs.length;
     const items: BatchItem[] = new Array(total);
     const stems = outputDir === undefined ? undefined : batchStems(inputs);
     const claimed = new Set<string>();
-    let next = 0;
     let completed = 0;
     let fatal: CompressoError | undefined;
 
@@ -506,10 +535,17 @@ export class Compresso {
         process.emitWarning(`compressBatch onProgress threw: ${String(error)}`);
       }
     };
+    const targetOf = (index: number) =>
+      outputDir !== undefined && stems ? { dir: outputDir, stem: stems[index]! } : undefined;
 
+    let pending = inputs.map((_, index) => index);
+    if (via === 'job' && total > 0) {
+      pending = await this.#batchAsJob(inputs, compressOptions, targetOf, claimed, finish);
+    }
+    let next = 0;
     const worker = async () => {
-      while (next < total) {
-        const index = next++;
+      while (next < pending.length) {
+        const index = pending[next++]!;
         const input = inputs[index]!;
         const label = labelOf(input, index);
         if (fatal) {
@@ -518,9 +554,10 @@ export class Compresso {
         }
         try {
           const prepared = await prepareInput(input, { maxBytes: this.maxUploadBytes, filename: undefined });
-          const target =
-            outputDir !== undefined && stems ? { dir: outputDir, stem: stems[index]! } : undefined;
-          const result = await this.#compressPrepared(prepared, compressOptions, { target, claimed });
+          const result = await this.#compressPrepared(prepared, compressOptions, {
+            target: targetOf(index),
+            claimed,
+          });
           finish({ index, input: label, ok: true, result });
         } catch (caught) {
           const error = asCompressoError(caught);
@@ -536,8 +573,86 @@ export class Compresso {
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(total, 1)) }, worker));
+    await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(pending.length, 1)) }, worker));
     return items;
+  }
+
+  /**
+   * compressBatch through one server-side job: the inputs in one submission (POST /api/v1/jobs, with
+   * its Idempotency-Key), then each result downloaded as soon as the job reports it and written as
+   * the fan-out writes it. Resolves with the indices left for the fan-out: all of them when the
+   * server cannot take the batch as a job (no job queue: 503; the batch over its body limit: 413).
+   */
+  async #batchAsJob(
+    inputs: readonly ImageInput[],
+    options: CompressOptions,
+    targetOf: (index: number) => { dir: string; stem: string } | undefined,
+    claimed: Set<string>,
+    finish: (item: BatchItem) => void,
+  ): Promise<number[]> {
+    const prepared: { index: number; input: PreparedInput }[] = [];
+    for (const [index, input] of inputs.entries()) {
+      try {
+        prepared.push({
+          index,
+          input: await prepareInput(input, { maxBytes: this.maxUploadBytes, filename: undefined }),
+        });
+      } catch (caught) {
+        finish({ index, input: labelOf(input, index), ok: false, error: asCompressoError(caught) });
+      }
+    }
+    if (prepared.length === 0) return [];
+    const request = {
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.timeout ? { timeout: options.timeout } : {}),
+      ...(options.maxRetries !== undefined ? { maxRetries: options.maxRetries } : {}),
+    };
+    let job: Job;
+    try {
+      job = await this.jobs.submit(
+        prepared.map((p) => p.input),
+        fields(options),
+        { ...request, ...(options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {}) },
+      );
+    } catch (caught) {
+      const error = asCompressoError(caught);
+      if (error.code === 'SERVICE_UNAVAILABLE' || error.code === 'FILE_TOO_LARGE')
+        return prepared.map((p) => p.index);
+      for (const { index } of prepared)
+        finish({ index, input: labelOf(inputs[index]!, index), ok: false, error });
+      return [];
+    }
+    const handled = new Set<number>();
+    for (;;) {
+      const current = await this.jobs.get(job.id, request);
+      for (const item of current.items) {
+        if (item.status === 'queued' || handled.has(item.index)) continue;
+        handled.add(item.index);
+        const { index, input } = prepared[item.index]!;
+        const label = labelOf(inputs[index]!, index);
+        try {
+          if (item.status === 'failed') throw jobItemError(item);
+          const response = await this.request(
+            {
+              method: 'GET',
+              path: `/api/v1/jobs/${encodeURIComponent(current.id)}/items/${item.index}`,
+              accept: '*/*',
+              idempotent: true,
+            },
+            request,
+          );
+          const result = await this.#finishCompressed(response, input, options, {
+            target: targetOf(index),
+            claimed,
+          });
+          finish({ index, input: label, ok: true, result });
+        } catch (caught) {
+          finish({ index, input: label, ok: false, error: asCompressoError(caught) });
+        }
+      }
+      if (current.status === 'completed') return [];
+      await sleep(JOB_POLL_MS, options.signal);
+    }
   }
 
   /** GET /api/v1/usage: the plan and today's count (this request included). */

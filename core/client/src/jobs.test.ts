@@ -2,13 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { createLogger, quotaDay } from '@compresso/runtime';
+import { type RunningServer, startServer } from '@compresso/server';
+import { proAccount, startTestServer } from '@compresso/server/testing';
 import pg from 'pg';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServer, startServer } from '../../server/src/start.ts';
-import { proAccount } from '../../server/src/test-helpers.ts';
 import { AbortError, Compresso, type Job, UnsupportedImageError } from './index.ts';
 import { CORPUS, PHOTO, truncated, workDir } from './test-support.ts';
 
@@ -72,6 +72,25 @@ const BACKENDS = {
     };
   },
 };
+
+describe('compressBatch via a job on a server without a job queue', () => {
+  it('falls back to one request per input (503 SERVICE_UNAVAILABLE from POST /api/v1/jobs)', async () => {
+    const srv = await startTestServer({ dbPath: join(work.dir, 'no-queue.sqlite') });
+    try {
+      const { key } = await proAccount(srv.db, 'no-queue@example.com');
+      const client = new Compresso(key, { baseUrl: srv.url, maxRetries: 0 });
+      const items = await client.compressBatch([images[0]!, images[1]!], { via: 'job' });
+      expect(items.map((i) => i.ok)).toEqual([true, true]);
+      const paths = srv.logLines
+        .filter((l) => l['msg'] === 'request')
+        .map((l) => `${l['path']} ${l['status']}`);
+      expect(paths.filter((p) => p === '/api/v1/jobs 503')).toHaveLength(1);
+      expect(paths.filter((p) => p === '/api/v1/compress 200')).toHaveLength(2);
+    } finally {
+      await srv.close();
+    }
+  });
+});
 
 describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('client.jobs on %s', (backend) => {
   let server: RunningServer;
@@ -141,7 +160,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('client.jobs o
     }
     const failed = downloads[2]!;
     expect(failed.error).toBeInstanceOf(UnsupportedImageError);
-    expect(failed.error?.code).toBe('CORRUPT_IMAGE');
+    expect([failed.error?.code, failed.error?.status]).toEqual(['CORRUPT_IMAGE', 422]);
     // Polling and downloading are not counted.
     expect(await server.db.usageOn(accountId, quotaDay())).toBe(before + 4);
   });
@@ -249,6 +268,37 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('client.jobs o
     );
     expect(refused).toBeInstanceOf(AbortError);
     await client.jobs.wait(pending, { pollInterval: 20 });
+  });
+
+  it("compressBatch via: 'job' writes the same files and reports the same facts as the fan-out, one submission", async () => {
+    const missing = join(work.dir, 'does-not-exist.jpg');
+    const inputs = [images[0]!, images[1]!, missing, images[2]!, images[0]!];
+    const before = await server.db.usageOn(accountId, quotaDay());
+    const progress: number[] = [];
+    const viaJob = await client.compressBatch(inputs, {
+      via: 'job',
+      format: 'webp',
+      outputDir: join(work.dir, `via-job-${backend}`),
+      onProgress: (event) => progress.push(event.completed),
+    });
+    const viaRequests = await client.compressBatch(inputs, {
+      format: 'webp',
+      outputDir: join(work.dir, `via-requests-${backend}`),
+    });
+    expect(progress).toEqual([1, 2, 3, 4, 5]);
+    expect(viaJob.map((i) => i.ok)).toEqual([true, true, false, true, true]);
+    expect(viaJob[2]!.error?.code).toBe(viaRequests[2]!.error?.code);
+    for (const [k, item] of viaJob.entries()) {
+      const other = viaRequests[k]!;
+      if (!item.ok || !other.ok) continue;
+      expect(basename(item.result.outputPath!)).toBe(basename(other.result.outputPath!));
+      const { data, outputPath, requestId, ...facts } = item.result;
+      const { data: otherData, outputPath: otherPath, requestId: otherId, ...otherFacts } = other.result;
+      expect(facts).toEqual(otherFacts);
+      expect(readFileSync(outputPath!)).toEqual(data);
+    }
+    // Four files each way: counted four times each, not more.
+    expect(await server.db.usageOn(accountId, quotaDay())).toBe(before + 8);
   });
 
   it('refuses a call that cannot be right before sending it', async () => {

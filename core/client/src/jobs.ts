@@ -3,9 +3,8 @@ import { AbortError, BadRequestError, CompressoError, errorClassFor } from './er
 import { prepareInput } from './input.ts';
 import { stemOf, writeAtomically } from './output.ts';
 import { safeExtension, safeFileName } from './safe-name.ts';
-import type { WireRequest, WireResponse } from './transport.ts';
+import type { WireFile, WireRequest, WireResponse } from './transport.ts';
 import type {
-  CompressoErrorLike,
   CreateJobOptions,
   DownloadJobOptions,
   ImageInput,
@@ -52,7 +51,7 @@ interface ItemWire {
   output_name: string | null;
   width: number | null;
   height: number | null;
-  error: { code: string; message: string } | null;
+  error: { code: string; message: string; status?: number } | null;
   download_url: string | null;
   finished_at: string | null;
 }
@@ -161,11 +160,12 @@ function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<vo
 }
 
 /** The error an item failed with, as the typed error its code maps to. */
-function itemError(item: JobItem): CompressoErrorLike {
+export function jobItemError(item: JobItem): CompressoError {
   if (item.error) {
     const Class = errorClassFor(item.error.code, 0);
     return new Class(item.error.code, `Item ${item.index} (${item.name}): ${item.error.message}`, {
       details: { index: item.index },
+      ...(item.error.status !== undefined ? { status: item.error.status } : {}),
     });
   }
   return new BadRequestError(
@@ -230,7 +230,6 @@ export class Jobs {
       );
     }
     const fields = this.#fields(imageOptions);
-    let response: WireResponse;
     if (hasFiles) {
       const prepared = [];
       for (const input of files as readonly ImageInput[]) {
@@ -238,30 +237,43 @@ export class Jobs {
           await prepareInput(input, { maxBytes: this.#host.maxUploadBytes, filename: undefined }),
         );
       }
-      response = await this.#host.request(
-        {
-          method: 'POST',
-          path: '/api/v1/jobs',
-          multipart: { files: prepared, fields },
-          accept: 'application/json',
-          idempotent: true,
-          idempotencyKey: true,
-        },
-        requestOptions(rest),
-      );
-    } else {
-      response = await this.#host.request(
-        {
-          method: 'POST',
-          path: '/api/v1/jobs',
-          json: { urls, options: fields },
-          accept: 'application/json',
-          idempotent: true,
-          idempotencyKey: true,
-        },
-        requestOptions(rest),
-      );
+      return this.submit(prepared, fields, requestOptions(rest));
     }
+    const response = await this.#host.request(
+      {
+        method: 'POST',
+        path: '/api/v1/jobs',
+        json: { urls, options: fields },
+        accept: 'application/json',
+        idempotent: true,
+        idempotencyKey: true,
+      },
+      requestOptions(rest),
+    );
+    return parseJob(response);
+  }
+
+  /**
+   * POST /api/v1/jobs with inputs already read and option fields already mapped (what create and
+   * compressBatch's `via: 'job'` send).
+   * @internal
+   */
+  async submit(
+    files: readonly WireFile[],
+    fields: Record<string, string>,
+    options: RequestOptions,
+  ): Promise<Job> {
+    const response = await this.#host.request(
+      {
+        method: 'POST',
+        path: '/api/v1/jobs',
+        multipart: { files, fields },
+        accept: 'application/json',
+        idempotent: true,
+        idempotencyKey: true,
+      },
+      options,
+    );
     return parseJob(response);
   }
 
@@ -350,7 +362,13 @@ export class Jobs {
         const position = next++;
         const item = current.items[position]!;
         if (item.status !== 'done') {
-          results[position] = { index: item.index, name: item.name, ok: false, error: itemError(item), item };
+          results[position] = {
+            index: item.index,
+            name: item.name,
+            ok: false,
+            error: jobItemError(item),
+            item,
+          };
           continue;
         }
         try {

@@ -2,7 +2,8 @@ import { execFile } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
+import { fileBlobStore, inlineQueue, type QueueWorker } from '@compresso/runtime';
+import { proAccount, startBatchWorker, startTestServer, type TestServer } from '@compresso/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appDir, CORPUS, installBuild, PACKAGE_DIR, PHOTO, PNG, truncated, workDir } from './test-support.ts';
 
@@ -18,8 +19,22 @@ let key: string;
 let app: string;
 const work = workDir('readme');
 
+// Jobs need what `compresso serve` has: a job queue, a blob store and a worker.
+const queue = inlineQueue();
+const blobs = fileBlobStore({ root: join(work.dir, 'blobs') });
+let worker: QueueWorker | undefined;
+
 beforeAll(async () => {
-  srv = await startTestServer({ dbPath: join(work.dir, 'server.sqlite') });
+  srv = await startTestServer({ dbPath: join(work.dir, 'server.sqlite'), queue, blobs });
+  worker = startBatchWorker({
+    queue,
+    db: srv.db,
+    blobs,
+    engine: srv.engine,
+    logger: srv.logger,
+    config: srv.config,
+    concurrency: 2,
+  });
   ({ key } = await proAccount(srv.db, 'readme@example.com'));
   app = appDir('readme');
   installBuild(app);
@@ -33,7 +48,10 @@ beforeAll(async () => {
   for (const { name, code } of snippets) writeFileSync(join(app, name), code);
 });
 afterAll(async () => {
+  await worker?.close({ timeoutMs: 1000 });
+  await queue.close();
   await srv?.close();
+  await blobs.close();
   if (app) rmSync(app, { recursive: true, force: true });
   work.cleanup();
 });
@@ -53,6 +71,7 @@ describe('README snippets', () => {
       'quick-start.cjs',
       'quick-start.mjs',
       'batch.mjs',
+      'jobs.mjs',
       'keys.cjs',
       'errors.cjs',
     ]);
@@ -82,6 +101,15 @@ describe('README snippets', () => {
     expect(out).toContain(`photos/text.png → ${join(app, 'optimized/text.webp')}`);
     expect(out).toContain('photos/broken.jpg failed: CORRUPT_IMAGE');
     expect(existsSync(join(app, 'optimized/ladybird.webp'))).toBe(true);
+  });
+
+  it('jobs: one submission, progress to 4/4, three results in from-job and the broken file with its code', async () => {
+    const out = await runSnippet('jobs.mjs');
+    expect(out.trim().split('\n').at(-5)).toBe('4/4');
+    expect(out).toContain(`rocket.jpg → ${join(app, 'from-job/rocket.webp')}`);
+    expect(out).toContain(`text.png → ${join(app, 'from-job/text.webp')}`);
+    expect(out).toContain(`ladybird.jpg → ${join(app, 'from-job/ladybird.webp')}`);
+    expect(out).toContain('broken.jpg failed: CORRUPT_IMAGE');
   });
 
   it('keys and usage', async () => {

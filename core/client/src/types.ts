@@ -169,6 +169,14 @@ export interface CompressBatchOptions extends ImageOptions, RequestOptions {
   concurrency?: number;
   /** Called after each input finishes, in completion order. */
   onProgress?: (event: BatchProgress) => void;
+  /**
+   * How the batch reaches the server. `'requests'` (default): one compress request per input from
+   * this process, `concurrency` at a time. `'job'`: one server-side job (POST /api/v1/jobs) with all
+   * the inputs, run by the server's workers; each result is downloaded as it finishes and written
+   * exactly as with `'requests'`. A server without a job queue (503) or a batch over its upload
+   * limit (413) falls back to `'requests'`.
+   */
+  via?: 'requests' | 'job';
 }
 
 /**
@@ -271,8 +279,8 @@ export interface JobItem {
   outputName: string | null;
   width: number | null;
   height: number | null;
-  /** Why the item failed (an error code of the table and a message). */
-  error: { code: string; message: string } | null;
+  /** Why the item failed: an error code of the table, a message, and the status a request would get. */
+  error: { code: string; message: string; status?: number } | null;
   downloadUrl: string | null;
   finishedAt: string | null;
 }

@@ -19,6 +19,6 @@ export {
   MAX_BATCH_FILES,
   usageOutput,
 } from './schemas.ts';
-export { type CompressoMcpOptions, createCompressoMcpServer } from './server.ts';
+export { type CompressoMcpOptions, createCompressoMcpServer, JOB_THRESHOLD } from './server.ts';
 export { ToolError } from './tool-error.ts';
 export { VERSION } from './version.ts';

@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileBlobStore, inlineQueue, type QueueWorker } from '@compresso/runtime';
 import { InfoResultSchema, jsonSchemaOf } from '@compresso/schema';
-import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
+import { proAccount, startBatchWorker, startTestServer, type TestServer } from '@compresso/server/testing';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JOB_THRESHOLD } from './server.ts';
 import {
   BIG_PHOTO,
   CORPUS,
@@ -24,18 +26,40 @@ let srv: TestServer;
 let key: string;
 let mcp: Connected;
 const work = workDir('server');
+// A job queue, blob store and worker, as `compresso serve` has them: large batches run as jobs.
+const queue = inlineQueue();
+const blobs = fileBlobStore({ root: join(work.dir, 'blobs') });
+let worker: QueueWorker | undefined;
 
 beforeAll(async () => {
-  srv = await startTestServer({ dbPath: ':memory:' });
+  srv = await startTestServer({ dbPath: ':memory:', queue, blobs });
+  worker = startBatchWorker({
+    queue,
+    db: srv.db,
+    blobs,
+    engine: srv.engine,
+    logger: srv.logger,
+    config: srv.config,
+    concurrency: 2,
+  });
   ({ key } = await proAccount(srv.db, 'mcp@example.com'));
   mcp = await connect({ apiKey: key, baseUrl: srv.url, env: {} });
 });
 
 afterAll(async () => {
   await mcp?.close();
+  await worker?.close({ timeoutMs: 1000 });
+  await queue.close();
   await srv?.close();
+  await blobs.close();
   work.cleanup();
 });
+
+/** How many requests the server answered on a path with a status, from its request log lines. */
+function answered(path: string, status: number): number {
+  return srv.logLines.filter((l) => l['msg'] === 'request' && l['path'] === path && l['status'] === status)
+    .length;
+}
 
 async function used(): Promise<number> {
   const result = await mcp.call('get_usage');
@@ -408,12 +432,17 @@ describe('compress_batch', () => {
       paths.push(i === 23 ? name.replace(/\.jpg$/, '.png') : name);
     }
     const progress: { progress: number; total?: number }[] = [];
+    const [jobsBefore, compressBefore] = [answered('/api/v1/jobs', 202), answered('/api/v1/compress', 200)];
     const result = await mcp.call(
       'compress_batch',
       { file_paths: paths, output_dir: out, output_format: 'webp', quality: 70 },
       (p) => progress.push(p),
     );
     expect(result.isError).toBeFalsy();
+    // Over JOB_THRESHOLD files: one job, no single compress request.
+    expect(paths.length).toBeGreaterThan(JOB_THRESHOLD);
+    expect(answered('/api/v1/jobs', 202) - jobsBefore).toBe(1);
+    expect(answered('/api/v1/compress', 200) - compressBefore).toBe(0);
     const s = result.structuredContent as {
       total: number;
       succeeded: number;
@@ -448,8 +477,11 @@ describe('compress_batch', () => {
     const a = work.copy(PHOTO, 'beside-a.jpg');
     const b = work.copy(PNG, 'beside-b.png');
     const before = [sha(a), sha(b)];
+    const jobsBefore = answered('/api/v1/jobs', 202);
     const result = await mcp.call('compress_batch', { file_paths: [a, b] });
     expect(result.isError).toBeFalsy();
+    // A small batch: one compress request per file, no job.
+    expect(answered('/api/v1/jobs', 202)).toBe(jobsBefore);
     expect(result.structuredContent).toMatchObject({
       succeeded: 2,
       results: [

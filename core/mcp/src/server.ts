@@ -57,13 +57,24 @@ export interface CompressoMcpOptions {
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
+/**
+ * Batches of more files than this go to the server as one job (POST /api/v1/jobs, compressBatch's
+ * `via: 'job'`) rather than one compress request per file. A job has fixed costs a few files do not
+ * repay — polling (up to half a second after the last item), a second request per file to download
+ * its result — but past a handful of files one idempotent submission replaces that many uploads and
+ * the server's workers (on several processes, with Redis) share the work instead of this process
+ * holding two requests at a time. Same results, same files, same quota either way; a server without
+ * a job queue falls back to requests by itself.
+ */
+export const JOB_THRESHOLD = 10;
+
 /** Formats the assistants' model APIs take as image content (AVIF is not among them). */
 const DISPLAYABLE = new Set(['image/jpeg', 'image/png', 'image/webp', 'image/gif']);
 
 const INSTRUCTIONS = `Compresso compresses images on this machine through the Compresso API.
 - compress_image: one image → a smaller file (quality 1–100 or "auto", output_format jpeg/png/webp/avif/gif, max_dimension in pixels). It writes <name>.min.<ext> beside the source unless output_path says otherwise, and never replaces the source unless overwrite is true.
 - image_info: what compress_image would give (sizes, dimensions, savings), writing nothing.
-- compress_batch: up to 100 images at once; each file succeeds or fails on its own.
+- compress_batch: up to 100 images at once; each file succeeds or fails on its own (more than ${JOB_THRESHOLD} files run as one server-side job).
 - get_usage: the plan and today's request count.
 Paths must be absolute. Each call counts one request (a batch: one per file) against the daily quota.`;
 
@@ -313,6 +324,7 @@ export function createCompressoMcpServer(options: CompressoMcpOptions = {}): Mcp
               {
                 ...options,
                 ...(outputDir !== undefined ? { outputDir } : {}),
+                via: valid.length > JOB_THRESHOLD ? 'job' : 'requests',
                 concurrency: 2,
                 signal: extra.signal,
                 onProgress: (event) => {

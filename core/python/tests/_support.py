@@ -55,10 +55,10 @@ def _child_env(data_dir: str, extra: Optional[Dict[str, str]] = None) -> Dict[st
     return env
 
 
-def cli(data_dir: str, *args: str) -> str:
+def cli(data_dir: str, *args: str, env: Optional[Dict[str, str]] = None) -> str:
     done = subprocess.run(
         [node_binary(), str(CLI), *args],
-        env=_child_env(data_dir),
+        env=_child_env(data_dir, env),
         capture_output=True,
         text=True,
         timeout=60,
@@ -92,12 +92,16 @@ class RealServer:
 
     def account(self, email: str, pro: bool = True) -> str:
         """Make an account (on Pro unless told otherwise) and return a fresh API key for it."""
-        cli(self.data_dir, "account", "create", "--email", email)
+        # With the server's environment: a DATABASE_URL there is where the account must be.
+        env = self.env
+        cli(self.data_dir, "account", "create", "--email", email, env=env)
         if pro:
             code = "P" + re.sub(r"[^A-Za-z0-9]", "", email).upper()[:20]
-            cli(self.data_dir, "promo", "create", code, "--plan", "pro", "--uses", "1", "--expires", "2099-01-01")
-            cli(self.data_dir, "account", "plan", email, "--promo", code)
-        return cli(self.data_dir, "keys", "create", "--account", email, "--name", "python-tests")
+            cli(
+                self.data_dir, "promo", "create", code, "--plan", "pro", "--uses", "1", "--expires", "2099-01-01", env=env
+            )
+            cli(self.data_dir, "account", "plan", email, "--promo", code, env=env)
+        return cli(self.data_dir, "keys", "create", "--account", email, "--name", "python-tests", env=env)
 
     def start(self) -> "RealServer":
         self.process = subprocess.Popen(

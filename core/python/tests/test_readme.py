@@ -22,7 +22,7 @@ def readme_blocks() -> list:
 class ReadmeTests(unittest.TestCase):
     def test_examples_run(self) -> None:
         blocks = readme_blocks()
-        self.assertEqual(len(blocks), 2, "the README's tested examples were not found")
+        self.assertEqual(len(blocks), 3, "the README's tested examples were not found")
         server = shared_server()
         env = {
             **os.environ,
@@ -51,6 +51,12 @@ class ReadmeTests(unittest.TestCase):
         self.assertFalse((folder / "photo.min.avif").exists(), "info saves nothing")
 
         folder, stdout = outputs[1]
+        self.assertEqual(stdout.strip().splitlines()[-3], "2/2")
+        self.assertIn(f"photo.jpg -> {folder.resolve() / 'from-job' / 'photo.webp'}", stdout)
+        self.assertIn("notes.txt failed: NOT_AN_IMAGE", stdout)
+        self.assertTrue((folder / "from-job" / "photo.webp").is_file())
+
+        folder, stdout = outputs[2]
         self.assertTrue((folder / "photo.min.webp").is_file())
         self.assertTrue((folder / "web" / "photo.avif").is_file())
         self.assertTrue(stdout.strip().endswith(" 1"), stdout)

@@ -89,7 +89,11 @@ export const BatchItemSchema = z.object({
   width: z.int().positive().nullable(),
   height: z.int().positive().nullable(),
   error: z
-    .object({ code: ErrorCodeSchema, message: z.string() })
+    .object({
+      code: ErrorCodeSchema,
+      message: z.string(),
+      status: z.int().optional().describe('The status a single request would answer with.'),
+    })
     .nullable()
     .describe('Why the item failed (an error code of the table, e.g. CORRUPT_IMAGE, URL_FETCH_FAILED).'),
   download_url: z.string().nullable().describe('The result, once the item is done.'),

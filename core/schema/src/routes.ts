@@ -123,7 +123,7 @@ export const API_ROUTES = {
     request: 'none',
     response: 'image',
     status: 200,
-    resultHeaders: ['input_size', 'output_size', 'output_format'],
+    resultHeaders: 'all',
     counted: false,
   },
   openapi: {

@@ -17,11 +17,13 @@ import {
   sqliteIdempotencyStore,
 } from '@compresso/runtime';
 import { postgresDatabase } from '@compresso/runtime/postgres';
+import express from 'express';
 import pg from 'pg';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from './app.ts';
-import { IDEMPOTENCY_TTL_MS, INLINE_ANSWER_BYTES } from './idempotency.ts';
+import { errorHandler } from './errors.ts';
+import { createIdempotency, IDEMPOTENCY_TTL_MS, INLINE_ANSWER_BYTES } from './idempotency.ts';
 import { createHttpServer } from './start.ts';
 import { bearer, form, proAccount, smallJpeg, tempDir } from './test-helpers.ts';
 
@@ -410,6 +412,97 @@ describe('Idempotency-Key on PostgreSQL', () => {
       expect((await app.store.purge(clock.getTime())).deleted).toBe(1);
     } finally {
       await app.close();
+    }
+  });
+});
+
+describe('the idempotency layer on its own', () => {
+  /** A bare app: a stand-in for auth that counts, and two routes run through the layer. */
+  async function layer() {
+    const store = sqliteIdempotencyStore({ path: ':memory:' });
+    await store.migrate();
+    let counted = 0;
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let started: () => void = () => {};
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    // A short wait, so a duplicate of a first request that never finishes meets the 409.
+    const idempotency = createIdempotency({ store, logger: silent, now: () => new Date(), waitMs: 50 });
+    const app = express();
+    app.use((_req, res, next) => {
+      res.locals.auth = {
+        key: { id: 'key-1' },
+        countNow: async () => {
+          counted++;
+        },
+      };
+      next();
+    });
+    app.post('/slow', async (req, res) => {
+      await idempotency.run(req, res, 'same', async () => {
+        started();
+        await gate;
+        res.json({ done: true });
+      });
+    });
+    app.post('/boom', async (req, res) => {
+      await idempotency.run(req, res, 'boom', async () => {
+        throw new Error('a bug');
+      });
+    });
+    app.use(errorHandler(silent));
+    const server = createHttpServer(app, { requestTimeoutMs: 60_000 });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const call = (path: string, key: string) =>
+      fetch(`${url}${path}`, { method: 'POST', headers: { 'idempotency-key': key } });
+    return {
+      call,
+      running,
+      release: () => release(),
+      counted: () => counted,
+      async close() {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        await store.close();
+      },
+    };
+  }
+
+  it('a duplicate of a request still running past the wait is 409 IDEMPOTENCY_KEY_IN_USE with Retry-After; later it is replayed', async () => {
+    const l = await layer();
+    try {
+      const first = l.call('/slow', 'k');
+      await l.running;
+      const busy = await l.call('/slow', 'k');
+      expect(busy.status).toBe(409);
+      expect(busy.headers.get('retry-after')).toBe('1');
+      expect(((await busy.json()) as { error: { code: string } }).error.code).toBe('IDEMPOTENCY_KEY_IN_USE');
+      l.release();
+      expect((await first).status).toBe(200);
+      const replay = await l.call('/slow', 'k');
+      expect([replay.status, replay.headers.get('idempotent-replayed')]).toEqual([200, 'true']);
+      expect(await replay.json()).toEqual({ done: true });
+      expect(l.counted()).toBe(1);
+    } finally {
+      await l.close();
+    }
+  });
+
+  it('a 5xx answer is not kept: the retry runs again (and is counted again, as the 5xx was given back)', async () => {
+    const l = await layer();
+    try {
+      const one = await l.call('/boom', 'b');
+      const two = await l.call('/boom', 'b');
+      expect([one.status, two.status]).toEqual([500, 500]);
+      expect(two.headers.get('idempotent-replayed')).toBeNull();
+      expect(l.counted()).toBe(2);
+    } finally {
+      await l.close();
     }
   });
 });

@@ -117,8 +117,8 @@ export function createIdempotency(deps: IdempotencyDeps): Idempotency {
         resolve();
       };
       const timer = setTimeout(done, ms);
-      let set = wakers.get(id);
-      if (!set) wakers.set(id, (set = new Set()));
+      const set = wakers.get(id) ?? new Set<() => void>();
+      wakers.set(id, set);
       set.add(done);
     });
 
@@ -171,7 +171,7 @@ export function createIdempotency(deps: IdempotencyDeps): Idempotency {
         });
         if (claim.claimed) {
           purgeNow(nowMs);
-          return own(req, res, scope, key, claim.token, work);
+          return own(res, scope, key, claim.token, work);
         }
         const record: IdempotencyRecord = claim.record;
         if (record.fingerprint !== fingerprint) {
@@ -204,14 +204,7 @@ export function createIdempotency(deps: IdempotencyDeps): Idempotency {
     },
   };
 
-  async function own(
-    req: Request,
-    res: Response,
-    scope: string,
-    key: string,
-    token: string,
-    work: () => Promise<void>,
-  ) {
+  async function own(res: Response, scope: string, key: string, token: string, work: () => Promise<void>) {
     const id = `${scope}\n${key}`;
     const auth = authOf(res);
     try {

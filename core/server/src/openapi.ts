@@ -223,6 +223,10 @@ function parametersOf(path: string): Json[] {
  * what the server validates with) and headers (the result facts through the table's codec).
  */
 export function openApiDocument(config: Config): Json {
+  return withIdempotency(document(config));
+}
+
+function document(config: Config): Json {
   const components = openApiComponents();
   const optionProperties = components.schemas.CompressOptions?.properties as Json | undefined;
   const resultDescriptions = (components.schemas.InfoResult?.properties ?? {}) as Record<
@@ -348,4 +352,64 @@ export function openApiDocument(config: Config): Json {
       },
     },
   };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Idempotency-Key: applied to the table-made document above as one piece — the header on every
+// idempotent submission, the replay marker on its success answers, and the two answers it adds.
+
+/** The submissions that take an Idempotency-Key: `path` → method. */
+export const IDEMPOTENT_OPERATIONS: Record<string, 'post'> = {
+  '/api/v1/compress': 'post',
+  '/api/v1/info': 'post',
+  '/api/v1/jobs': 'post',
+};
+
+const idempotencyParameter: Json = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]+$' },
+  description:
+    'Makes a retry safe: within 24 h, a request with the same key (per API key) and the same content (route, ' +
+    'option fields in any order, file names and bytes; for JSON, the same members) gets the first answer again — ' +
+    'status, headers and body, the image bytes included — marked `Idempotent-Replayed: true`, and is not counted ' +
+    'again. The first request is counted when it claims the key. 5xx and 429 answers are not kept: a retry after ' +
+    'them runs afresh. The clients send one automatically.',
+};
+
+function withIdempotency(doc: Json): Json {
+  const paths = doc.paths as Record<string, Record<string, Json>>;
+  for (const [path, method] of Object.entries(IDEMPOTENT_OPERATIONS)) {
+    const operation = paths[path]?.[method];
+    if (!operation) continue;
+    operation.parameters = [...((operation.parameters as Json[] | undefined) ?? []), idempotencyParameter];
+    const responses = operation.responses as Record<string, Json>;
+    for (const [status, response] of Object.entries(responses)) {
+      if (!status.startsWith('2')) continue;
+      response.headers = {
+        ...(response.headers as Json | undefined),
+        'Idempotent-Replayed': {
+          description: '"true" on an answer replayed for a repeated Idempotency-Key.',
+          schema: { type: 'string' },
+        },
+      };
+    }
+    responses['409'] = {
+      ...errorResponse(
+        409,
+        'IDEMPOTENCY_KEY_IN_USE: the first request with this Idempotency-Key was still running after 60 s; retry after Retry-After seconds for its answer.',
+      ),
+      headers: {
+        'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+      },
+    };
+    const reused =
+      'IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used within 24 h for a different request (route, file or options).';
+    const existing = responses['422'] as { description?: string } | undefined;
+    responses['422'] = existing
+      ? { ...existing, description: `${existing.description} Or ${reused}` }
+      : errorResponse(422, reused);
+  }
+  return doc;
 }

@@ -166,3 +166,6 @@ export function signupTokenFromLog(rawLog: string[]): string {
   if (!token) throw new Error('no sign-up link in the log');
   return token;
 }
+
+/** The batch worker, for tests that run jobs against a test server's queue and blob store. */
+export { startBatchWorker } from './jobs/worker.ts';

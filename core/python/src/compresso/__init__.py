@@ -10,7 +10,8 @@
 from __future__ import annotations
 
 from ._version import __version__
-from .async_client import AsyncCompresso, AsyncKeys
+from ._jobs import Jobs
+from .async_client import AsyncCompresso, AsyncJobs, AsyncKeys
 from .client import DEFAULT_BASE_URL, DEFAULT_TIMEOUT, Compresso, ImageInput, Keys, ProgressCallback
 from .errors import (
     APIConnectionError,
@@ -39,6 +40,10 @@ from .models import (
     CompressResult,
     CreatedApiKey,
     InfoResult,
+    Job,
+    JobDownload,
+    JobItem,
+    JobProgress,
     KeyRevocation,
     Usage,
 )
@@ -49,6 +54,12 @@ __all__ = [
     "AsyncCompresso",
     "Keys",
     "AsyncKeys",
+    "Jobs",
+    "AsyncJobs",
+    "Job",
+    "JobItem",
+    "JobProgress",
+    "JobDownload",
     "ImageInput",
     "ProgressCallback",
     "DEFAULT_BASE_URL",

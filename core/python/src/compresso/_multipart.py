@@ -9,7 +9,7 @@ import os
 import re
 from typing import List, Optional, Sequence, Tuple
 
-__all__ = ["encode_multipart", "sniff_content_type"]
+__all__ = ["encode_multipart", "encode_multipart_files", "sniff_content_type"]
 
 # The HTML form-data rule browsers follow: percent-escape only the three characters that could end or
 # break a quoted header parameter; everything else (UTF-8 included) is sent as is.
@@ -54,7 +54,17 @@ def encode_multipart(
     content_type: Optional[str] = None,
 ) -> Tuple[bytes, str]:
     """Encode text fields and one file part. Returns (body, Content-Type header value)."""
-    boundary = _boundary(content, fields)
+    return encode_multipart_files(fields, file_field, [(filename, content, content_type)])
+
+
+def encode_multipart_files(
+    fields: Sequence[Tuple[str, str]],
+    file_field: str,
+    files: Sequence[Tuple[str, bytes, Optional[str]]],
+) -> Tuple[bytes, str]:
+    """Encode text fields and one file part per (filename, content, content type or None), all under
+    ``file_field`` (a batch job's ``file`` parts). Returns (body, Content-Type header value)."""
+    boundary = _boundary([content for _, content, _ in files], fields)
     dash = b"--" + boundary.encode("ascii")
     chunks: List[bytes] = []
     for name, value in fields:
@@ -66,26 +76,26 @@ def encode_multipart(
             value.encode("utf-8"),
             b"\r\n",
         ]
-    chunks += [
-        dash,
-        b"\r\n",
-        f'Content-Disposition: form-data; name="{_quote(file_field)}"; filename="{_quote(filename)}"\r\n'.encode(
-            "utf-8"
-        ),
-        f"Content-Type: {content_type or sniff_content_type(content[:16])}\r\n\r\n".encode("ascii"),
-        content,
-        b"\r\n",
-        dash,
-        b"--\r\n",
-    ]
+    for filename, content, content_type in files:
+        chunks += [
+            dash,
+            b"\r\n",
+            f'Content-Disposition: form-data; name="{_quote(file_field)}"; filename="{_quote(filename)}"\r\n'.encode(
+                "utf-8"
+            ),
+            f"Content-Type: {content_type or sniff_content_type(content[:16])}\r\n\r\n".encode("ascii"),
+            content,
+            b"\r\n",
+        ]
+    chunks += [dash, b"--\r\n"]
     return b"".join(chunks), f"multipart/form-data; boundary={boundary}"
 
 
-def _boundary(content: bytes, fields: Sequence[Tuple[str, str]]) -> str:
+def _boundary(contents: Sequence[bytes], fields: Sequence[Tuple[str, str]]) -> str:
     # 32 random hex digits collide with content with odds of 2^-128 per position, but the check is cheap
     # next to the upload, and makes a collision impossible rather than unlikely.
     while True:
         boundary = "compresso-" + os.urandom(16).hex()
         marker = boundary.encode("ascii")
-        if marker not in content and not any(boundary in n or boundary in v for n, v in fields):
+        if not any(marker in c for c in contents) and not any(boundary in n or boundary in v for n, v in fields):
             return boundary

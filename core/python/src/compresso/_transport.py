@@ -6,11 +6,13 @@ from __future__ import annotations
 import http.client
 import json
 import random
+import re
 import socket
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .errors import (
@@ -85,6 +87,7 @@ class _Transport:
         headers: Optional[Mapping[str, str]] = None,
         timeout: Optional[float] = None,
         idempotent: bool = True,
+        idempotency_key: Optional[str] = None,
     ) -> _Response:
         if self._closed:
             raise CompressoError("This client is closed.")
@@ -94,6 +97,9 @@ class _Transport:
             "Accept": "application/json, image/*",
         }
         all_headers.update(headers or {})
+        if idempotency_key is not None:
+            # The same key on every attempt below: the server answers a retry with the first answer.
+            all_headers["Idempotency-Key"] = idempotency_key
         attempt = 0
         while True:
             error: CompressoError
@@ -128,6 +134,9 @@ class _Transport:
             return False, None
         retry_after = _retry_after_seconds(response.headers)
         wait = min(retry_after, self.max_retry_after) if retry_after is not None else None
+        if error.code == "IDEMPOTENCY_KEY_IN_USE":
+            # The first request with this key is still running: its answer comes on a retry.
+            return True, wait
         if status == 429:
             return retry_after is not None, wait
         if status in (408, 503):
@@ -226,6 +235,18 @@ class _NothingSent(Exception):
     def __init__(self, error: CompressoError) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+_VISIBLE_ASCII = re.compile(r"[\x21-\x7e]{1,255}")
+
+
+def _idempotency_key(given: Optional[str]) -> str:
+    """The caller's Idempotency-Key, checked as the server checks it, else a new one for this call."""
+    if given is None:
+        return str(uuid.uuid4())
+    if not isinstance(given, str) or not _VISIBLE_ASCII.fullmatch(given):
+        raise ValueError(f"idempotency_key: expected 1 to 255 visible ASCII characters, received {given!r}.")
+    return given
 
 
 def _timeout(seconds: float) -> APITimeoutError:

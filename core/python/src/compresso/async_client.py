@@ -13,7 +13,7 @@ import functools
 import inspect
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, List, Optional, TypeVar
+from typing import Any, Callable, Iterable, List, Optional, Sequence, TypeVar, Union
 
 from .client import (
     DEFAULT_BATCH_CONCURRENCY,
@@ -27,9 +27,12 @@ from .client import (
     _Claims,
     _option_fields,
 )
+from ._jobs import DEFAULT_DOWNLOAD_CONCURRENCY, DEFAULT_POLL_INTERVAL
 from .errors import CompressoError
 from .models import (
     ApiKey,
+    Job,
+    JobDownload,
     BatchItem,
     BatchResult,
     CompressResult,
@@ -40,7 +43,7 @@ from .models import (
     Usage,
 )
 
-__all__ = ["AsyncCompresso", "AsyncKeys"]
+__all__ = ["AsyncCompresso", "AsyncKeys", "AsyncJobs"]
 
 T = TypeVar("T")
 
@@ -73,6 +76,8 @@ class AsyncCompresso:
         )
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="compresso")
         self.keys = AsyncKeys(self)
+        #: Server-side batch jobs: see :class:`AsyncJobs`.
+        self.jobs = AsyncJobs(self)
 
     @property
     def base_url(self) -> str:
@@ -119,6 +124,7 @@ class AsyncCompresso:
         overwrite: bool = False,
         filename: Optional[str] = None,
         timeout: Optional[float] = None,
+        idempotency_key: Optional[str] = None,
     ) -> CompressResult:
         """See :meth:`Compresso.compress`."""
         return await self._run(
@@ -133,6 +139,7 @@ class AsyncCompresso:
             overwrite=overwrite,
             filename=filename,
             timeout=timeout,
+            idempotency_key=idempotency_key,
         )
 
     async def info(
@@ -146,6 +153,7 @@ class AsyncCompresso:
         png_to_jpeg: Optional[bool] = None,
         filename: Optional[str] = None,
         timeout: Optional[float] = None,
+        idempotency_key: Optional[str] = None,
     ) -> InfoResult:
         """See :meth:`Compresso.info`."""
         return await self._run(
@@ -158,6 +166,7 @@ class AsyncCompresso:
             png_to_jpeg=png_to_jpeg,
             filename=filename,
             timeout=timeout,
+            idempotency_key=idempotency_key,
         )
 
     async def compress_batch(
@@ -221,3 +230,63 @@ class AsyncKeys:
 
     async def revoke(self, key_id: str, *, timeout: Optional[float] = None) -> KeyRevocation:
         return await self._client._run(self._client._sync.keys.revoke, key_id, timeout=timeout)
+
+
+class AsyncJobs:
+    """``client.jobs`` of :class:`AsyncCompresso`: see :class:`compresso._jobs.Jobs`. ``wait`` polls
+    with ``asyncio.sleep`` (the loop is free between polls) and ``on_progress`` may be a coroutine
+    function."""
+
+    def __init__(self, client: AsyncCompresso) -> None:
+        self._client = client
+
+    async def create(
+        self,
+        files: Optional[Sequence[ImageInput]] = None,
+        urls: Optional[Sequence[str]] = None,
+        **options: Any,
+    ) -> Job:
+        return await self._client._run(self._client._sync.jobs.create, files, urls, **options)
+
+    async def get(self, job: Union[str, Job], *, timeout: Optional[float] = None) -> Job:
+        return await self._client._run(self._client._sync.jobs.get, job, timeout=timeout)
+
+    async def wait(
+        self,
+        job: Union[str, Job],
+        *,
+        on_progress: Optional[Callable[[Job], Any]] = None,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        timeout: Optional[float] = None,
+    ) -> Job:
+        jobs = self._client._sync.jobs
+        job_id = job.id if isinstance(job, Job) else job
+        if poll_interval < 0:
+            raise ValueError(f"poll_interval: expected seconds >= 0, received {poll_interval!r}.")
+        seen = None
+        while True:
+            current, retry_after = await self._client._run(jobs._get, job_id, timeout)
+            state = (current.status, current.progress.done, current.progress.failed)
+            if state != seen:
+                seen = state
+                if on_progress is not None:
+                    outcome = on_progress(current)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+            if current.completed:
+                return current
+            await asyncio.sleep(
+                min(retry_after, self._client._sync.max_retry_after) if retry_after is not None else poll_interval
+            )
+
+    async def download(
+        self,
+        job: Union[str, Job],
+        output_dir: PathLike,
+        *,
+        concurrency: int = DEFAULT_DOWNLOAD_CONCURRENCY,
+        timeout: Optional[float] = None,
+    ) -> List[JobDownload]:
+        return await self._client._run(
+            self._client._sync.jobs.download, job, output_dir, concurrency=concurrency, timeout=timeout
+        )

@@ -24,12 +24,14 @@ from ._files import (
     _Source,
     _write_atomically,
 )
+from ._jobs import Jobs
 from ._multipart import encode_multipart
 from ._transport import (
     DEFAULT_BASE_URL,
     _EarlyAnswerHTTPHandler,
     _EarlyAnswerHTTPSHandler,
     _normalize_base_url,
+    _idempotency_key,
     _Response,
     _Transport,
 )
@@ -102,6 +104,8 @@ class Compresso(_Transport):
             f"compresso-python/{__version__} Python/{platform.python_version()}"
         )
         self.keys = Keys(self)
+        #: Server-side batch jobs (POST /api/v1/jobs): create, get, wait, download.
+        self.jobs = Jobs(self)
         self._closed = False
         # Proxies from the environment are honoured, as with any urllib program.
         self._opener = urllib.request.build_opener(_EarlyAnswerHTTPHandler(), _EarlyAnswerHTTPSHandler())
@@ -137,13 +141,15 @@ class Compresso(_Transport):
         overwrite: bool = False,
         filename: Optional[str] = None,
         timeout: Optional[float] = None,
+        idempotency_key: Optional[str] = None,
     ) -> CompressResult:
         """Compress one image and write it.
 
         ``output`` is a file path, or an existing folder (the file keeps the input's name with the new
         format's extension). Without it, a path input is written beside itself as ``NAME.min.EXT``;
         bytes and file objects without a path are not written and the result carries ``data``. The
-        input is never written over unless ``overwrite=True``.
+        input is never written over unless ``overwrite=True``. Sent with an Idempotency-Key (yours, or
+        one made for this call, the same on each retry): a retry is answered once and counted once.
         """
         source = _read_input(path, filename)
         if output is not None and not overwrite and not _is_folder(output):
@@ -156,6 +162,7 @@ class Compresso(_Transport):
             source,
             _option_fields(quality, format, max_dimension, strip_exif, png_to_jpeg),
             timeout,
+            idempotency_key,
         )
         return self._finish_compress(response, source, output, overwrite=overwrite, output_dir=None)
 
@@ -170,6 +177,7 @@ class Compresso(_Transport):
         png_to_jpeg: Optional[bool] = None,
         filename: Optional[str] = None,
         timeout: Optional[float] = None,
+        idempotency_key: Optional[str] = None,
     ) -> InfoResult:
         """What compressing would give (sizes, dimensions, savings); nothing is saved anywhere."""
         source = _read_input(path, filename)
@@ -178,6 +186,7 @@ class Compresso(_Transport):
             source,
             _option_fields(quality, format, max_dimension, strip_exif, png_to_jpeg),
             timeout,
+            idempotency_key,
         )
         return InfoResult.from_json(response.json())
 
@@ -258,12 +267,23 @@ class Compresso(_Transport):
             return BatchItem(index=index, input=label, error=exc)
 
     def _post_image(
-        self, path: str, source: _Source, fields: Sequence[Tuple[str, str]], timeout: Optional[float]
+        self,
+        path: str,
+        source: _Source,
+        fields: Sequence[Tuple[str, str]],
+        timeout: Optional[float],
+        idempotency_key: Optional[str] = None,
     ) -> _Response:
         body, content_type = encode_multipart(fields, "file", source.filename, source.content)
-        # compress and info change nothing on the server but the day's count: safe to send again.
+        # compress and info change nothing on the server but the day's count, and with one
+        # Idempotency-Key for all attempts not even that twice: safe to send again.
         return self._request(
-            "POST", path, body=body, headers={"Content-Type": content_type}, timeout=timeout
+            "POST",
+            path,
+            body=body,
+            headers={"Content-Type": content_type},
+            timeout=timeout,
+            idempotency_key=_idempotency_key(idempotency_key),
         )
 
     def _finish_compress(

@@ -295,3 +295,94 @@ class BatchResult:
 
     def __getitem__(self, index: int) -> BatchItem:
         return self.items[index]
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """How far a batch job is: items in all, done, failed, still queued, and the percentage finished."""
+
+    total: int
+    done: int
+    failed: int
+    queued: int
+    percent: int
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "JobProgress":
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
+class JobItem:
+    """One item of a batch job, as the server reports it (snake_case, member for member)."""
+
+    index: int
+    name: str
+    #: ``queued``, ``done`` or ``failed``.
+    status: str
+    input_size: Optional[int] = None
+    output_size: Optional[int] = None
+    savings_percent: Optional[float] = None
+    output_format: Optional[str] = None
+    #: The server's file name for the result (``NAME.EXT``).
+    output_name: Optional[str] = None
+    width: Optional[int] = None
+    height: Optional[int] = None
+    #: Why the item failed: ``{"code": ..., "message": ..., "status": ...}`` (the status a single
+    #: request would have answered with).
+    error: Optional[Dict[str, Any]] = None
+    download_url: Optional[str] = None
+    finished_at: Optional[str] = None
+    #: The source URL, for jobs made from URLs.
+    url: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "JobItem":
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
+class Job:
+    """A server-side batch job (POST /api/v1/jobs): "job" is work the server runs for you, where
+    ``compress_batch`` is this client sending one compress request per input."""
+
+    id: str
+    #: ``queued``, ``running``, or ``completed`` once every item is done or failed.
+    status: str
+    created_at: str
+    status_url: str
+    options: Dict[str, Any]
+    progress: JobProgress
+    items: Tuple[JobItem, ...]
+
+    @property
+    def completed(self) -> bool:
+        return self.status == "completed"
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Job":
+        return cls(
+            id=str(data["id"]),
+            status=str(data["status"]),
+            created_at=str(data.get("created_at", "")),
+            status_url=str(data.get("status_url", "")),
+            options=dict(data.get("options") or {}),
+            progress=JobProgress.from_json(data["progress"]),
+            items=tuple(JobItem.from_json(i) for i in data.get("items", [])),
+        )
+
+
+@dataclass(frozen=True)
+class JobDownload:
+    """One item of ``jobs.download()``, in item order: ``path`` written, or ``error`` (a failed item,
+    or one not finished yet)."""
+
+    index: int
+    name: str
+    item: JobItem
+    path: Optional[str] = None
+    error: Optional[BaseException] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None

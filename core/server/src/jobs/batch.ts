@@ -9,7 +9,14 @@ import type {
   JobHandlers,
   Logger,
 } from '@compresso/runtime';
-import { CompressoError, type InfoResult, isCompressoError, MIME_TYPES } from '@compresso/schema';
+import {
+  CompressoError,
+  type InfoResult,
+  isCompressoError,
+  isErrorCode,
+  MIME_TYPES,
+  statusOf,
+} from '@compresso/schema';
 import { outputName } from '../compress-response.ts';
 import { type FetchLimits, fetchUrl } from './url-fetch.ts';
 
@@ -253,7 +260,14 @@ function itemView(batchId: string, item: BatchItemRecord) {
     output_name: info ? outputName(item.name, info) : null,
     width: info?.width ?? null,
     height: info?.height ?? null,
-    error: item.errorCode ? { code: item.errorCode, message: item.errorMessage ?? '' } : null,
+    // The status is what a single request would have answered with this code (415, 422…).
+    error: item.errorCode
+      ? {
+          code: item.errorCode,
+          message: item.errorMessage ?? '',
+          ...(isErrorCode(item.errorCode) ? { status: statusOf(item.errorCode) } : {}),
+        }
+      : null,
     download_url: item.status === 'done' ? `/api/v1/jobs/${batchId}/items/${item.index}` : null,
     finished_at: item.finishedAt,
   };

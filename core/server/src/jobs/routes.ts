@@ -3,11 +3,13 @@ import {
   type CompressOptions,
   CompressoError,
   fieldProblems,
+  type InfoResult,
   parseCompressOptions,
   UrlBatchRequestSchema,
 } from '@compresso/schema';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { authOf } from '../auth.ts';
+import { setInfoHeaders } from '../compress-response.ts';
 import { sendContinue } from '../expect-continue.ts';
 import { fingerprintOf, type Idempotency } from '../idempotency.ts';
 import type { RouteRegistrar } from '../routes.ts';
@@ -272,14 +274,18 @@ export function registerBatchRoutes(routes: RouteRegistrar, deps: BatchRouteDeps
     }
     const stored = await blobs.getStream(outputKey(batch.id, index));
     if (!stored) throw new Error(`result blob of ${batch.id}/${index} is missing`);
-    const info = JSON.parse(item.result ?? '{}') as { output_format?: string };
+    const info = JSON.parse(item.result ?? '{}') as Partial<InfoResult>;
     const view = batchView(batch, [item]).items[0]!;
     res.setHeader('Content-Type', stored.info.contentType ?? 'application/octet-stream');
     res.setHeader('Content-Length', String(stored.info.size));
     res.setHeader('Content-Disposition', `attachment; filename="${view.output_name ?? `image-${index}`}"`);
-    if (info.output_format) res.setHeader('X-Output-Format', info.output_format);
-    if (item.inputSize !== null) res.setHeader('X-Input-Size', String(item.inputSize));
-    if (item.outputSize !== null) res.setHeader('X-Output-Size', String(item.outputSize));
+    // The same X-* facts as a /compress answer, so a client reads a result the same way from either.
+    if (info.output_format && info.input_format) setInfoHeaders(res, info as InfoResult);
+    else {
+      if (info.output_format) res.setHeader('X-Output-Format', info.output_format);
+      if (item.inputSize !== null) res.setHeader('X-Input-Size', String(item.inputSize));
+      if (item.outputSize !== null) res.setHeader('X-Output-Size', String(item.outputSize));
+    }
     stored.stream.on('error', (err) => {
       logger.error({ err, batch_id: batch.id, index }, 'reading a result failed');
       res.destroy(err);
