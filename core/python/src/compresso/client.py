@@ -109,6 +109,7 @@ class _Response:
         except (UnicodeDecodeError, ValueError) as exc:
             raise APIError(
                 f"The server answered {self.status} with a body that is not JSON.",
+                code="INVALID_RESPONSE",
                 status=self.status,
                 request_id=self.headers.get("x-request-id"),
                 headers=self.headers,
@@ -232,6 +233,7 @@ def _result_from_headers(
     except (KeyError, ValueError) as exc:
         raise APIError(
             f"The server's compress answer lacks a valid {exc} header; is {h.get('server', 'it')} a Compresso server?",
+            code="INVALID_RESPONSE",
             status=response.status,
             request_id=h.get("x-request-id"),
             headers=h,
