@@ -1,6 +1,7 @@
 import type { Dirent } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, extname, isAbsolute, join, relative, resolve } from 'node:path';
+import { INPUT_EXTENSIONS } from '@compresso/schema';
 import { glob, isDynamicPattern } from 'tinyglobby';
 
 /** One file to compress, with what is needed to name its output and to show it to the user. */
@@ -44,20 +45,7 @@ export interface ExpandOptions {
  * Extensions taken from folders and globs. Only a cheap name test is possible before reading a file;
  * the engine still decides the format from the bytes, so a mislabelled file fails with a clear code.
  */
-const IMAGE_EXTENSIONS = new Set([
-  '.jpg',
-  '.jpeg',
-  '.jpe',
-  '.jfif',
-  '.png',
-  '.webp',
-  '.avif',
-  '.gif',
-  '.tif',
-  '.tiff',
-  '.heic',
-  '.heif',
-]);
+const IMAGE_EXTENSIONS = new Set<string>(Object.keys(INPUT_EXTENSIONS));
 
 export function hasImageExtension(path: string): boolean {
   return IMAGE_EXTENSIONS.has(extname(path).toLowerCase());

@@ -5,8 +5,9 @@ import {
   CompressoError,
   defaultOutputFormat,
   FILE_EXTENSIONS,
+  INPUT_EXTENSIONS,
+  type InputExtension,
   type InputFormat,
-  normalizeOutputFormat,
   type OutputFormat,
 } from '@compresso/schema';
 import type { InputFile } from './inputs.ts';
@@ -14,17 +15,10 @@ import type { InputFile } from './inputs.ts';
 /** Suffix of outputs written beside their inputs: `photo.jpg` → `photo.min.jpg`. */
 export const BESIDE_SUFFIX = '.min';
 
-const INPUT_EXTENSIONS: Record<string, InputFormat> = {
-  '.tif': 'tiff',
-  '.tiff': 'tiff',
-  '.heic': 'heif',
-  '.heif': 'heif',
-};
-
 /** The format a file name suggests, or undefined; only a guess, the engine reads the bytes. */
 export function formatOfName(path: string): InputFormat | undefined {
   const ext = extname(path).toLowerCase();
-  return INPUT_EXTENSIONS[ext] ?? normalizeOutputFormat(ext.slice(1));
+  return Object.hasOwn(INPUT_EXTENSIONS, ext) ? INPUT_EXTENSIONS[ext as InputExtension] : undefined;
 }
 
 export interface OutputRules {

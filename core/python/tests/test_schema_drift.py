@@ -1,7 +1,10 @@
 """The Python models against the JSON Schema @compresso/schema exports: any drift fails the build.
 
 ``export-schema.ts`` runs on the repository's Node and prints the OpenAPI components (JSON Schema
-2020-12, exactly what the server publishes) and the tables they come from.
+2020-12, exactly what the server publishes) and the tables they come from. The contract's JSON
+export (``core/schema/dist/contract.json``: routes, result headers, options, codes) is produced by
+the same script the schema package's build runs (``core/schema/scripts/build.ts``), read here from its
+``--stdout`` so the test never depends on a build having run first.
 """
 
 from __future__ import annotations
@@ -9,12 +12,14 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import re
 import subprocess
 import typing
 import unittest
 
-from _support import HERE, node_binary
+from _support import HERE, ROOT, node_binary
 
+from compresso import client as client_module
 from compresso import errors, models
 from compresso.async_client import AsyncCompresso
 from compresso.client import Compresso
@@ -38,6 +43,97 @@ def load_export() -> dict:
     if done.returncode != 0:
         raise AssertionError(f"export-schema.ts failed ({done.returncode}):\n{done.stderr}")
     return json.loads(done.stdout)
+
+
+def load_contract() -> dict:
+    script = ROOT / "core" / "schema" / "scripts" / "build.ts"
+    done = subprocess.run([node_binary(), str(script), "--stdout"], capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise AssertionError(f"schema's build.ts --stdout failed ({done.returncode}):\n{done.stderr}")
+    return json.loads(done.stdout)
+
+
+def _sample(spec: dict) -> str:
+    """A header value of the spec's type, as the server writes it."""
+    if "values" in spec:
+        return spec["values"][-1]
+    return {"integer": "7", "number": "12.5", "boolean": "true", "string": "webp"}[spec["type"]]
+
+
+def _decoded(spec: dict, text: str) -> object:
+    return {"integer": int, "number": float, "boolean": lambda t: t == "true", "string": str}[spec["type"]](text)
+
+
+class ContractDriftTests(unittest.TestCase):
+    """The Python client against the contract table: options, result headers, codes, routes."""
+
+    contract: dict
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.contract = load_contract()
+
+    def test_options_and_bounds(self) -> None:
+        options = self.contract["options"]
+        self.assertEqual(list(options), list(models.COMPRESS_OPTION_FIELDS))
+        self.assertEqual(set(PARAMETER_FOR_FIELD), set(options))
+        self.assertEqual((options["quality"]["min"], options["quality"]["max"]), (models.QUALITY_MIN, models.QUALITY_MAX))
+        self.assertEqual(options["quality"]["default"], models.DEFAULT_QUALITY)
+        self.assertEqual(options["max_dimension"]["max"], models.MAX_DIMENSION_LIMIT)
+
+    def test_every_option_is_sent_under_its_wire_name(self) -> None:
+        params = inspect.signature(client_module._option_fields).parameters
+        values = {"quality": 70, "output_format": "webp", "max_dimension": 64, "strip_exif": False, "png_to_jpeg": True}
+        args = {name: values.get(name, "x") for name in params}
+        sent = [name for name, _ in client_module._option_fields(**args)]
+        self.assertEqual(sorted(sent), sorted(self.contract["options"]))
+
+    def test_every_result_header_is_read_into_its_field(self) -> None:
+        specs = self.contract["result_headers"]
+        headers = {spec["header"].lower(): _sample(spec) for spec in specs.values()}
+        response = client_module._Response(200, headers, b"")
+        source = client_module._Source(b"", "x.jpg", None, "x.jpg")
+        result = client_module._result_from_headers(response, source, None, False)
+        for field, spec in specs.items():
+            with self.subTest(field=field):
+                self.assertEqual(getattr(result, field), _decoded(spec, _sample(spec)))
+        read = set(re.findall(r'"(x-[a-z-]+)"', inspect.getsource(client_module._result_from_headers)))
+        known = {spec["header"].lower() for spec in specs.values()} | {"x-request-id", "x-frames"}
+        self.assertLessEqual(read, known, "the client reads a header the contract does not define")
+
+    def test_a_required_result_header_missing_is_invalid_response(self) -> None:
+        specs = self.contract["result_headers"]
+        for field, spec in specs.items():
+            if not spec["required"]:
+                continue
+            with self.subTest(field=field):
+                headers = {s["header"].lower(): _sample(s) for f, s in specs.items() if f != field}
+                response = client_module._Response(200, headers, b"")
+                source = client_module._Source(b"", "x.jpg", None, "x.jpg")
+                with self.assertRaises(errors.APIError) as caught:
+                    client_module._result_from_headers(response, source, None, False)
+                self.assertEqual(caught.exception.code, "INVALID_RESPONSE")
+
+    def test_every_client_code_is_handled(self) -> None:
+        self.assertEqual(set(errors.CLIENT_CODES), set(self.contract["client_error_codes"]))
+        for code, how in errors.CLIENT_CODES.items():
+            with self.subTest(code=code):
+                if isinstance(how, str):
+                    self.assertGreater(len(how), 20, "say why the code never arises here")
+                else:
+                    self.assertTrue(issubclass(how, errors.CompressoError))
+        self.assertEqual(models.ERROR_STATUS, self.contract["error_status"])
+
+    def test_routes_the_client_calls_are_in_the_table(self) -> None:
+        paths = {route["path"] for route in self.contract["routes"].values()}
+        source = inspect.getsource(client_module)
+        called = set(re.findall(r'"(/api/v1/[a-z/]+)', source))
+        self.assertTrue(called)
+        for path in called:
+            with self.subTest(path=path):
+                self.assertTrue(
+                    any(p == path or p.startswith(path.rstrip("/") + "/{") for p in paths), f"{path} is not a route"
+                )
 
 
 class SchemaDriftTests(unittest.TestCase):

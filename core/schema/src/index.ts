@@ -54,6 +54,7 @@ export {
   type CompressOptions,
   type CompressOptionsInput,
   CompressOptionsSchema,
+  isParsedCompressOptions,
   parseCompressOptions,
 } from './options.ts';
 export { type ImageInspection, ImageInspectionSchema, type InfoResult, InfoResultSchema } from './results.ts';

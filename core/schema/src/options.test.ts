@@ -39,6 +39,14 @@ describe('parseCompressOptions', () => {
     expect(parseCompressOptions(once)).toEqual(once);
   });
 
+  it('validates once: its own (frozen) output comes back as is, a copy is validated again', () => {
+    const once = parseCompressOptions({ quality: '60' });
+    expect(Object.isFrozen(once)).toBe(true);
+    expect(parseCompressOptions(once)).toBe(once);
+    const copy = { ...once, quality: 0 };
+    expect(() => parseCompressOptions(copy)).toThrow(/quality/);
+  });
+
   it.each([
     [{ quality: 0 }, 'quality', '0'],
     [{ quality: 101 }, 'quality', '101'],

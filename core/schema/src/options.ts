@@ -94,6 +94,14 @@ const EXPECTED: Record<CompressOptionName, string> = {
   png_to_jpeg: 'true or false',
 };
 
+/** Results of parseCompressOptions: frozen, so membership here means the values are still valid. */
+const PARSED = new WeakSet<object>();
+
+/** True for an object parseCompressOptions returned (a copy or spread of one is parsed again). */
+export function isParsedCompressOptions(value: unknown): value is CompressOptions {
+  return typeof value === 'object' && value !== null && PARSED.has(value);
+}
+
 function shown(value: unknown): string {
   let text: string;
   if (value === undefined) text = 'nothing';
@@ -113,8 +121,15 @@ function shown(value: unknown): string {
  * what it accepts and what was received, in the style of sharp's own argument errors.
  */
 export function parseCompressOptions(raw: unknown): CompressOptions {
+  // Already validated by this function (and frozen, so still valid): the hot path parses once — the
+  // server at its boundary — and the engine's own call returns here at no cost.
+  if (isParsedCompressOptions(raw)) return raw;
   const result = CompressOptionsSchema.safeParse(raw ?? {});
-  if (result.success) return result.data;
+  if (result.success) {
+    const options = Object.freeze(result.data) as CompressOptions;
+    PARSED.add(options);
+    return options;
+  }
   const input = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
   const problems: FieldProblem[] = [];
   const seen = new Set<string>();

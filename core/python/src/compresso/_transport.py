@@ -45,6 +45,7 @@ class _Response:
         except (UnicodeDecodeError, ValueError) as exc:
             raise APIError(
                 f"The server answered {self.status} with a body that is not JSON.",
+                code="INVALID_RESPONSE",
                 status=self.status,
                 request_id=self.headers.get("x-request-id"),
                 headers=self.headers,

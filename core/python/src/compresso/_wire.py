@@ -98,6 +98,7 @@ def _result_from_headers(
     except (KeyError, ValueError) as exc:
         raise APIError(
             f"The server's compress answer lacks a valid {exc} header; is {h.get('server', 'it')} a Compresso server?",
+            code="INVALID_RESPONSE",
             status=response.status,
             request_id=h.get("x-request-id"),
             headers=h,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Any, Dict, Mapping, Optional, Type
+from typing import Any, Dict, Mapping, Optional, Type, Union
 
 __all__ = [
     "CompressoError",
@@ -151,6 +151,20 @@ class APITimeoutError(APIConnectionError):
         kwargs.setdefault("code", "TIMEOUT")
         super().__init__(message, **kwargs)
 
+
+#: How this client reports each client-side code of the contract (``CLIENT_ERROR_CODES`` in
+#: @compresso/schema, shared with the Node client): the class raised with that code, or why the
+#: situation never arises here. The drift test fails when the contract gains a code this table lacks.
+CLIENT_CODES: Dict[str, Union[Type[CompressoError], str]] = {
+    "CONNECTION_ERROR": APIConnectionError,
+    "TIMEOUT": APITimeoutError,
+    "ABORTED": "this API takes no abort signal: an interrupted call raises the interrupt itself",
+    "MISSING_API_KEY": CompressoError,
+    "INVALID_INPUT": "an unreadable input raises Python's own OSError or TypeError, as open() does",
+    "INVALID_RESPONSE": APIError,
+    "MISSING_DEPENDENCY": "standard library only: there is no optional package to miss",
+    "CLIENT_ERROR": "a failure inside the client propagates as the Python exception it is",
+}
 
 _BY_CODE: Dict[str, Type[CompressoError]] = {
     "UNAUTHENTICATED": AuthenticationError,

@@ -14,7 +14,16 @@ import {
   quotaDay,
   secondsUntilReset,
 } from '@compresso/runtime';
-import { CompressoError } from '@compresso/schema';
+import {
+  COMPRESS_OPTIONS,
+  type CompressOptionName,
+  CompressoError,
+  INPUT_EXTENSIONS,
+  INPUT_FORMATS,
+  INPUT_MIME_TYPES,
+  OUTPUT_FORMATS,
+  type OutputFormat,
+} from '@compresso/schema';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { compressUpload, sendCompressed } from '../compress-response.ts';
 import { sendError } from '../errors.ts';
@@ -108,22 +117,39 @@ const sameSiteOnly: RequestHandler = (req, _res, next) => {
   next();
 };
 
+/**
+ * How the page offers the contract's options. Each option of @compresso/schema's table is either a
+ * control of the form (its bounds read from the table) or listed here with the reason it is not:
+ * an option added to the table fails the page's test until it is one or the other.
+ */
+export const OPTIONS_NOT_ON_PAGE: Partial<Record<CompressOptionName, string>> = {
+  strip_exif: 'metadata is always removed on the page (the server default): a shared photo keeps no GPS',
+  png_to_jpeg: '"Keep" keeps each format; a conversion is chosen with the Format select',
+};
+
+/** Output formats the Format select offers (GIF output is for animations, which the page does not preview). */
+export const PAGE_OUTPUT_FORMATS: readonly OutputFormat[] = OUTPUT_FORMATS.filter(
+  (format) => format !== 'gif',
+);
+
+const FORMAT_LABELS: Record<OutputFormat, string> = {
+  jpeg: 'JPEG',
+  png: 'PNG',
+  webp: 'WebP',
+  avif: 'AVIF',
+  gif: 'GIF',
+};
+
+/** Input formats the file picker proposes: every one the contract reads but TIFF (browsers cannot show it). */
+const PAGE_INPUT_FORMATS = INPUT_FORMATS.filter((format) => format !== 'tiff');
+
 const ACCEPT = [
-  'image/jpeg',
-  'image/png',
-  'image/webp',
-  'image/avif',
-  'image/gif',
+  ...PAGE_INPUT_FORMATS.map((format) => INPUT_MIME_TYPES[format]),
+  // What iPhones label their photos with, beside the registered image/heif.
   'image/heic',
-  'image/heif',
-  '.jpg',
-  '.jpeg',
-  '.png',
-  '.webp',
-  '.avif',
-  '.gif',
-  '.heic',
-  '.heif',
+  ...Object.entries(INPUT_EXTENSIONS)
+    .filter(([, format]) => (PAGE_INPUT_FORMATS as readonly string[]).includes(format))
+    .map(([ext]) => ext),
 ].join(',');
 
 /** What the page says about the day's allowance before the first upload. */
@@ -160,6 +186,8 @@ function allowanceHtml(view: AllowanceView, proDailyLimit: number): string {
 export function compressorContent(view: AllowanceView, config: Config): string {
   const maxMiB = Math.floor(config.maxUploadBytes / 1024 / 1024);
   const limitText = maxMiB >= 1 ? `up to ${maxMiB} MB each` : `up to ${config.maxUploadBytes} bytes each`;
+  // The bounds the server validates with, from the contract's option table.
+  const { quality, max_dimension: dimension } = COMPRESS_OPTIONS;
   return `<section class="compressor" aria-labelledby="compressor-title">
 <h1 id="compressor-title">Compress images</h1>
 <p class="lead">Drop JPEG, PNG, WebP, AVIF, GIF or HEIC images (${limitText}). They are compressed on this server and never kept. <em>Keep</em> leaves each format as it is (HEIC becomes JPEG).</p>
@@ -170,10 +198,7 @@ export function compressorContent(view: AllowanceView, config: Config): string {
       <label for="opt-format">Format</label>
       <select id="opt-format" name="output_format">
         <option value="" selected>Keep</option>
-        <option value="jpeg">JPEG</option>
-        <option value="png">PNG</option>
-        <option value="webp">WebP</option>
-        <option value="avif">AVIF</option>
+${PAGE_OUTPUT_FORMATS.map((format) => `        <option value="${format}">${FORMAT_LABELS[format]}</option>`).join('\n')}
       </select>
     </div>
     <div class="field field-inline">
@@ -181,12 +206,12 @@ export function compressorContent(view: AllowanceView, config: Config): string {
       <label for="opt-auto">Automatic quality</label>
     </div>
     <div class="field">
-      <label for="opt-quality">Quality (1–100)</label>
-      <input type="number" id="opt-quality" name="quality" min="1" max="100" step="1" value="80" inputmode="numeric">
+      <label for="opt-quality">Quality (${quality.min}–${quality.max})</label>
+      <input type="number" id="opt-quality" name="quality" min="${quality.min}" max="${quality.max}" step="1" value="${quality.default}" inputmode="numeric">
     </div>
     <div class="field">
       <label for="opt-max">Maximum width or height (px)</label>
-      <input type="number" id="opt-max" name="max_dimension" min="1" max="16384" step="1" placeholder="keep size" inputmode="numeric">
+      <input type="number" id="opt-max" name="max_dimension" min="${dimension.min}" max="${dimension.max}" step="1" placeholder="keep size" inputmode="numeric">
     </div>
   </fieldset>
   <div id="dropzone" class="dropzone">
