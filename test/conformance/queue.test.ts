@@ -137,11 +137,16 @@ const unavailable = async (work: Promise<unknown>) => {
 
 describe('bullmq: producers fail fast, workers wait and reconnect', () => {
   it('a producer answers SERVICE_UNAVAILABLE on the refusal itself when nothing listens at REDIS_URL', async () => {
-    const port = await freePort();
+    // Refused for the whole test: this listener holds port P on 127.0.0.1 (no wildcard bind can take
+    // P meanwhile), and nothing listens on 127.0.0.2:P.
+    const holder = createServer();
+    holder.listen(0, '127.0.0.1');
+    await once(holder, 'listening');
+    const port = (holder.address() as { port: number }).port;
     // The producer's time limit is set far beyond the test's: every answer below can only come from the
     // refused connection (its error event), never from waiting out a timer. (Was: each under 1.6 s.)
     const queue = bullmqQueue({
-      url: `redis://:hunter2@127.0.0.1:${port}`,
+      url: `redis://:hunter2@127.0.0.2:${port}`,
       prefix: PREFIX,
       name: nextName(),
       producerTimeoutMs: 600_000,
@@ -160,11 +165,12 @@ describe('bullmq: producers fail fast, workers wait and reconnect', () => {
         expect(code).toBe('SERVICE_UNAVAILABLE');
       }
       const message = await queue.add('x', {}).catch((e: Error) => e.message);
-      expect(message).toContain(`127.0.0.1:${port}`);
+      expect(message).toContain(`127.0.0.2:${port}`);
       expect(message).not.toContain('hunter2');
       expect(errors.join('\n')).toMatch(/ECONNREFUSED/);
     } finally {
       await queue.close();
+      holder.close();
     }
   });
 

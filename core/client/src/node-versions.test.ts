@@ -113,6 +113,7 @@ let seen: { path: string }[] = [];
 let faults: Server;
 let faultsUrl: string;
 let refusedUrl: string;
+let portHolder: ReturnType<typeof createServer> | undefined;
 
 function faultAnswer(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
   const step = steps.shift() ?? 'pass';
@@ -154,13 +155,15 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => faults.listen(0, '127.0.0.1', resolve));
   faultsUrl = `http://127.0.0.1:${(faults.address() as AddressInfo).port}`;
-  // A port just freed: nothing listens there, so a connection to it is refused.
-  const closed = createServer();
-  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-  refusedUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
-  await new Promise((resolve) => closed.close(resolve));
+  // An address nothing listens on, that nobody can take while the tests run: this listener holds
+  // port P on 127.0.0.1, which keeps any wildcard bind off P, and 127.0.0.2:P is refused. (A port
+  // freed before use could be taken by another suite's server meanwhile.)
+  portHolder = createServer();
+  await new Promise<void>((resolve) => portHolder!.listen(0, '127.0.0.1', resolve));
+  refusedUrl = `http://127.0.0.2:${(portHolder.address() as AddressInfo).port}`;
 });
 afterAll(async () => {
+  await new Promise((resolve) => (portHolder ? portHolder.close(resolve) : resolve(undefined)));
   faults?.closeAllConnections();
   await new Promise((resolve) => (faults ? faults.close(resolve) : resolve(undefined)));
   await srv?.close();
