@@ -506,7 +506,14 @@ export class Compresso {
     options: CompressBatchOptions = {},
   ): Promise<BatchItem[]> {
     checkOptions('compressBatch', options);
-    const { outputDir, concurrency: wanted, onProgress, via = 'requests', ...compressOptions } = options;
+    const {
+      outputDir,
+      concurrency: wanted,
+      onProgress,
+      via = 'requests',
+      idempotencyKey,
+      ...compressOptions
+    } = options;
     if (via !== 'requests' && via !== 'job') {
       throw new BadRequestError(
         'INVALID_OPTION',
@@ -540,7 +547,7 @@ export class Compresso {
 
     let pending = inputs.map((_, index) => index);
     if (via === 'job' && total > 0) {
-      pending = await this.#batchAsJob(inputs, compressOptions, targetOf, claimed, finish);
+      pending = await this.#batchAsJob(inputs, compressOptions, idempotencyKey, targetOf, claimed, finish);
     }
     let next = 0;
     const worker = async () => {
@@ -586,6 +593,7 @@ export class Compresso {
   async #batchAsJob(
     inputs: readonly ImageInput[],
     options: CompressOptions,
+    idempotencyKey: string | undefined,
     targetOf: (index: number) => { dir: string; stem: string } | undefined,
     claimed: Set<string>,
     finish: (item: BatchItem) => void,
@@ -612,7 +620,7 @@ export class Compresso {
       job = await this.jobs.submit(
         prepared.map((p) => p.input),
         fields(options),
-        { ...request, ...(options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {}) },
+        { ...request, ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) },
       );
     } catch (caught) {
       const error = asCompressoError(caught);

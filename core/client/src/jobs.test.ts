@@ -299,6 +299,13 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('client.jobs o
     }
     // Four files each way: counted four times each, not more.
     expect(await server.db.usageOn(accountId, quotaDay())).toBe(before + 8);
+    // A caller's key for a fan-out is not put on every request (each would be a different request
+    // under one key): each input still gets a key of its own.
+    const own = await client.compressBatch([images[0]!, images[1]!], {
+      idempotencyKey: `fan-out-${run}-${backend}`,
+      outputDir: join(work.dir, `own-key-${backend}`),
+    });
+    expect(own.map((i) => i.ok)).toEqual([true, true]);
   });
 
   it('refuses a call that cannot be right before sending it', async () => {

@@ -170,6 +170,11 @@ export interface CompressBatchOptions extends ImageOptions, RequestOptions {
   /** Called after each input finishes, in completion order. */
   onProgress?: (event: BatchProgress) => void;
   /**
+   * With `via: 'job'`, the Idempotency-Key of the job's submission. Each compress request of the
+   * fan-out always gets a key of its own (one key for several different requests would be refused).
+   */
+  idempotencyKey?: string;
+  /**
    * How the batch reaches the server. `'requests'` (default): one compress request per input from
    * this process, `concurrency` at a time. `'job'`: one server-side job (POST /api/v1/jobs) with all
    * the inputs, run by the server's workers; each result is downloaded as it finishes and written
