@@ -1,7 +1,8 @@
 import { loadConfig } from '@compresso/runtime';
+import { ERROR_CODES } from '@compresso/schema';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { describe, expect, it } from 'vitest';
-import { openApiDocument } from './openapi.ts';
+import { CODES_OUTSIDE_OPERATIONS, openApiDocument } from './openapi.ts';
 
 /**
  * The OpenAPI document passes Redocly's linter with its `recommended` rule set (the rules behind
@@ -49,6 +50,19 @@ describe('OpenAPI document', () => {
       }
     }
     expect(checked).toBeGreaterThanOrEqual(6);
+  });
+
+  it('names every error code of the table under some operation, or says why not', () => {
+    const document = openApiDocument(loadConfig({})) as { paths: unknown };
+    const operations = JSON.stringify(document.paths);
+    for (const code of ERROR_CODES) {
+      const named = new RegExp(`\\b${code}\\b`).test(operations);
+      const excused = Object.hasOwn(CODES_OUTSIDE_OPERATIONS, code);
+      expect(
+        named !== excused,
+        `${code}: in an operation's responses, or in CODES_OUTSIDE_OPERATIONS (not both)`,
+      ).toBe(true);
+    }
   });
 
   it('is caught by the linter when it is broken', async () => {

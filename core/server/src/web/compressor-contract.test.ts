@@ -8,7 +8,7 @@ import {
 } from '@compresso/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../test-helpers.ts';
-import { OPTIONS_NOT_ON_PAGE } from './compressor.ts';
+import { FACTS_NOT_ON_PAGE, OPTIONS_NOT_ON_PAGE } from './compressor.ts';
 
 /**
  * The compressor page follows @compresso/schema's contract table: each compress option is a control
@@ -66,5 +66,16 @@ describe('the compressor page follows the contract table', () => {
     const read = [...script.matchAll(/(?:getResponseHeader|header)\('([^']+)'\)/g)].map((m) => m[1]!);
     expect(read.length).toBeGreaterThan(5);
     for (const name of read) expect(known, name).toContain(name);
+  });
+
+  it('every result fact of the table is shown by the script, or declared not shown', () => {
+    const read = new Set([...script.matchAll(/header\('(X-[^']+)'\)/g)].map((m) => m[1]!));
+    for (const field of Object.keys(RESULT_HEADERS)) {
+      const shown = read.has(resultHeaderName(field));
+      const excluded = Object.hasOwn(FACTS_NOT_ON_PAGE, field);
+      expect(shown !== excluded, `${field}: shown by compressor.js, or in FACTS_NOT_ON_PAGE (not both)`).toBe(
+        true,
+      );
+    }
   });
 });

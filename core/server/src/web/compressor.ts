@@ -23,6 +23,7 @@ import {
   INPUT_MIME_TYPES,
   OUTPUT_FORMATS,
   type OutputFormat,
+  type ResultHeaderField,
 } from '@compresso/schema';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { compressUpload, sendCompressed } from '../compress-response.ts';
@@ -125,6 +126,24 @@ const sameSiteOnly: RequestHandler = (req, _res, next) => {
 export const OPTIONS_NOT_ON_PAGE: Partial<Record<CompressOptionName, string>> = {
   strip_exif: 'metadata is always removed on the page (the server default): a shared photo keeps no GPS',
   png_to_jpeg: '"Keep" keeps each format; a conversion is chosen with the Format select',
+};
+
+/**
+ * Result facts (the contract's RESULT_HEADERS) the page's script does not show, and why; every other
+ * one is shown in each result row. A fact added to the table fails the page's test until it is
+ * shown or listed here.
+ */
+export const FACTS_NOT_ON_PAGE: Partial<Record<ResultHeaderField, string>> = {
+  quality: 'the row shows sizes and dimensions; the quality chosen is for API users tuning settings',
+  auto_quality: 'the page always asks for what the checkbox says',
+  optimized: 'a result that was not optimized shows 0% saved',
+  metadata_stripped: 'always true on the page',
+  score: 'an expert metric; the page shows the saving instead',
+  chroma_subsampling: 'an encoder setting, not a result a visitor acts on',
+  lossless: 'an encoder setting, not a result a visitor acts on',
+  near_lossless: 'an encoder setting, not a result a visitor acts on',
+  effort: 'an encoder setting, not a result a visitor acts on',
+  auto_steps: 'how the search went, not a result a visitor acts on',
 };
 
 /** Output formats the Format select offers (GIF output is for animations, which the page does not preview). */
