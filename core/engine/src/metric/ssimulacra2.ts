@@ -214,76 +214,115 @@ function toXyb(lin: Planes, n: number, out: Planes): void {
   }
 }
 
-// The kernel is symmetric: interior pixels take one unrolled expression (no bounds tests, one
-// multiply per tap pair), which is ~1.8× faster than the generic loop; only the 4-pixel borders use
-// the zero-boundary loop (pixels outside the image count as 0, as in the reference's filter).
+// The kernel is symmetric: interior pixels take one unrolled expression (one multiply per tap
+// pair), only the 4-pixel borders use the zero-boundary loop (pixels outside the image count as 0,
+// as in the reference's filter). Every intermediate plane is Float32, rounded where the
+// straightforward two-pass blur would store it, so the sums are the same to the last bit.
 const K0 = KERNEL[4]!,
   K1 = KERNEL[5]!,
   K2 = KERNEL[6]!,
   K3 = KERNEL[7]!,
   K4 = KERNEL[8]!;
-/** Separable Gaussian with zero outside the image; `tmp` is scratch of the same size. */
-function blur(src: Float32Array, width: number, height: number, tmp: Float32Array, out: Float32Array): void {
-  const k = KERNEL;
-  for (let y = 0; y < height; y++) {
-    const row = y * width;
-    const edgeEnd = Math.min(RADIUS, width);
-    const innerEnd = width - RADIUS;
-    for (let x = 0; x < edgeEnd; x++) {
-      let acc = 0;
-      for (let t = -RADIUS; t <= RADIUS; t++) {
-        const xx = x + t;
-        if (xx >= 0 && xx < width) acc += k[t + RADIUS]! * src[row + xx]!;
-      }
-      tmp[row + x] = acc;
-    }
+
+/** One pixel of the horizontal pass near a border: the generic loop, zero outside the row. */
+function edgeH(src: Float32Array, from: number, width: number, x: number): number {
+  let acc = 0;
+  for (let t = -RADIUS; t <= RADIUS; t++) {
+    const xx = x + t;
+    if (xx >= 0 && xx < width) acc += KERNEL[t + RADIUS]! * src[from + xx]!;
+  }
+  return acc;
+}
+
+/**
+ * Horizontal pass over one row (`src` from `from`, `out` from `to`). The interior keeps the nine taps
+ * in locals and loads one new pixel per step: the blur is bound by loads, not arithmetic.
+ */
+function blurRowH(src: Float32Array, from: number, width: number, out: Float32Array, to: number): void {
+  const edgeEnd = Math.min(RADIUS, width);
+  const innerEnd = width - RADIUS;
+  for (let x = 0; x < edgeEnd; x++) out[to + x] = edgeH(src, from, width, x);
+  if (innerEnd > RADIUS) {
+    let v0 = src[from]!;
+    let v1 = src[from + 1]!;
+    let v2 = src[from + 2]!;
+    let v3 = src[from + 3]!;
+    let v4 = src[from + 4]!;
+    let v5 = src[from + 5]!;
+    let v6 = src[from + 6]!;
+    let v7 = src[from + 7]!;
     for (let x = RADIUS; x < innerEnd; x++) {
-      const i = row + x;
-      tmp[i] =
-        K0 * src[i]! +
-        K1 * (src[i - 1]! + src[i + 1]!) +
-        K2 * (src[i - 2]! + src[i + 2]!) +
-        K3 * (src[i - 3]! + src[i + 3]!) +
-        K4 * (src[i - 4]! + src[i + 4]!);
-    }
-    for (let x = Math.max(innerEnd, edgeEnd); x < width; x++) {
-      let acc = 0;
-      for (let t = -RADIUS; t <= RADIUS; t++) {
-        const xx = x + t;
-        if (xx >= 0 && xx < width) acc += k[t + RADIUS]! * src[row + xx]!;
-      }
-      tmp[row + x] = acc;
+      const v8 = src[from + x + 4]!;
+      out[to + x] = K0 * v4 + K1 * (v3 + v5) + K2 * (v2 + v6) + K3 * (v1 + v7) + K4 * (v0 + v8);
+      v0 = v1;
+      v1 = v2;
+      v2 = v3;
+      v3 = v4;
+      v4 = v5;
+      v5 = v6;
+      v6 = v7;
+      v7 = v8;
     }
   }
-  for (let y = 0; y < height; y++) {
-    const row = y * width;
-    if (y >= RADIUS && y + RADIUS < height) {
-      const r0 = row,
-        w = width;
-      for (let x = 0; x < width; x++) {
-        const i = r0 + x;
-        out[i] =
-          K0 * tmp[i]! +
-          K1 * (tmp[i - w]! + tmp[i + w]!) +
-          K2 * (tmp[i - 2 * w]! + tmp[i + 2 * w]!) +
-          K3 * (tmp[i - 3 * w]! + tmp[i + 3 * w]!) +
-          K4 * (tmp[i - 4 * w]! + tmp[i + 4 * w]!);
-      }
-    } else {
-      const lo = Math.max(0, y - RADIUS);
-      const hi = Math.min(height - 1, y + RADIUS);
-      out.fill(0, row, row + width);
-      for (let yy = lo; yy <= hi; yy++) {
-        const wt = k[yy - y + RADIUS]!;
-        const srow = yy * width;
-        for (let x = 0; x < width; x++) out[row + x]! += wt * tmp[srow + x]!;
-      }
+  for (let x = Math.max(innerEnd, edgeEnd); x < width; x++) out[to + x] = edgeH(src, from, width, x);
+}
+
+/** Vertical pass for row `y` of `tmp` (the horizontal pass's plane) into `out` from `to`. */
+function blurColumnRow(
+  tmp: Float32Array,
+  width: number,
+  height: number,
+  y: number,
+  out: Float32Array,
+  to: number,
+): void {
+  const w = width;
+  const row = y * width;
+  if (y >= RADIUS && y + RADIUS < height) {
+    for (let x = 0; x < width; x++) {
+      const i = row + x;
+      out[to + x] =
+        K0 * tmp[i]! +
+        K1 * (tmp[i - w]! + tmp[i + w]!) +
+        K2 * (tmp[i - 2 * w]! + tmp[i + 2 * w]!) +
+        K3 * (tmp[i - 3 * w]! + tmp[i + 3 * w]!) +
+        K4 * (tmp[i - 4 * w]! + tmp[i + 4 * w]!);
     }
+    return;
+  }
+  // Border rows accumulate in the Float32 output, rounding after each tap.
+  const lo = Math.max(0, y - RADIUS);
+  const hi = Math.min(height - 1, y + RADIUS);
+  out.fill(0, to, to + width);
+  for (let yy = lo; yy <= hi; yy++) {
+    const wt = KERNEL[yy - y + RADIUS]!;
+    const srow = yy * width;
+    for (let x = 0; x < width; x++) out[to + x]! += wt * tmp[srow + x]!;
   }
 }
 
-function multiply(a: Float32Array, b: Float32Array, n: number, out: Float32Array): void {
-  for (let i = 0; i < n; i++) out[i] = a[i]! * b[i]!;
+/** Separable Gaussian with zero outside the image; `tmp` is scratch of the same size. */
+function blur(src: Float32Array, width: number, height: number, tmp: Float32Array, out: Float32Array): void {
+  for (let y = 0; y < height; y++) blurRowH(src, y * width, width, tmp, y * width);
+  for (let y = 0; y < height; y++) blurColumnRow(tmp, width, height, y, out, y * width);
+}
+
+/** Blur of a·b (each product rounded to Float32, as a stored product plane would be). */
+function blurProduct(
+  a: Float32Array,
+  b: Float32Array,
+  width: number,
+  height: number,
+  row: Float32Array,
+  tmp: Float32Array,
+  out: Float32Array,
+): void {
+  for (let y = 0; y < height; y++) {
+    const off = y * width;
+    for (let x = 0; x < width; x++) row[x] = a[off + x]! * b[off + x]!;
+    blurRowH(row, 0, width, tmp, off);
+  }
+  for (let y = 0; y < height; y++) blurColumnRow(tmp, width, height, y, out, y * width);
 }
 
 function checkRgb(name: string, img: RgbImage): void {
@@ -351,7 +390,7 @@ export function prepareReference(reference: RgbImage): PreparedReference {
   let width = reference.width;
   let height = reference.height;
   const tmp = new Float32Array(width * height);
-  const mul = new Float32Array(width * height);
+  const row = new Float32Array(width);
   const scales: ReferenceScale[] = [];
   let lin = toLinear(reference);
   for (let scale = 0; scale < SCALES; scale++) {
@@ -368,8 +407,7 @@ export function prepareReference(reference: RgbImage): PreparedReference {
     const sigmaSq = planes(n);
     for (let c = 0; c < 3; c++) {
       blur(xyb[c]!, width, height, tmp, mu[c]!);
-      multiply(xyb[c]!, xyb[c]!, n, mul);
-      blur(mul, width, height, tmp, sigmaSq[c]!);
+      blurProduct(xyb[c]!, xyb[c]!, width, height, row, tmp, sigmaSq[c]!);
     }
     scales.push({ width, height, xyb, mu, sigmaSq });
   }
@@ -396,11 +434,13 @@ export function subScores(reference: RgbImage | PreparedReference, distorted: Rg
   let height = distorted.height;
   const n0 = width * height;
   const xyb2 = planes(n0);
-  const mul = new Float32Array(n0);
-  const tmp = new Float32Array(n0);
-  const mu2 = new Float32Array(n0);
-  const s22 = new Float32Array(n0);
-  const s12 = new Float32Array(n0);
+  const row = new Float32Array(width);
+  const tb = new Float32Array(n0);
+  const tbb = new Float32Array(n0);
+  const tab = new Float32Array(n0);
+  const mu2 = new Float32Array(width);
+  const s22 = new Float32Array(width);
+  const s12 = new Float32Array(width);
   // [scale][c*2+norm] and [scale][c*4+k], as in the published description.
   const ssim = new Float64Array(SCALES * 6);
   const edge = new Float64Array(SCALES * 12);
@@ -421,39 +461,51 @@ export function subScores(reference: RgbImage | PreparedReference, distorted: Rg
       const b = xyb2[c]!;
       const mu1 = r.mu[c]!;
       const s11 = r.sigmaSq[c]!;
-      multiply(b, b, n, mul);
-      blur(mul, width, height, tmp, s22);
-      multiply(a, b, n, mul);
-      blur(mul, width, height, tmp, s12);
-      blur(b, width, height, tmp, mu2);
+      // Horizontal passes of the three planes first, then row by row the vertical pass into
+      // one-row buffers and the sums straight after: the blurred planes are never stored whole.
+      for (let y = 0; y < height; y++) {
+        const off = y * width;
+        blurRowH(b, off, width, tb, off);
+        for (let x = 0; x < width; x++) row[x] = b[off + x]! * b[off + x]!;
+        blurRowH(row, 0, width, tbb, off);
+        for (let x = 0; x < width; x++) row[x] = a[off + x]! * b[off + x]!;
+        blurRowH(row, 0, width, tab, off);
+      }
       let ssim1 = 0;
       let ssim4 = 0;
       let art1 = 0;
       let art4 = 0;
       let det1 = 0;
       let det4 = 0;
-      for (let i = 0; i < n; i++) {
-        const m1 = mu1[i]!;
-        const m2 = mu2[i]!;
-        const dm = m1 - m2;
-        const numM = 1 - dm * dm;
-        const numS = 2 * (s12[i]! - m1 * m2) + C2;
-        const denS = s11[i]! - m1 * m1 + (s22[i]! - m2 * m2) + C2;
-        let d = 1 - (numM * numS) / denS;
-        if (d > 0) {
-          ssim1 += d;
-          d *= d;
-          ssim4 += d * d;
-        }
-        const e = (1 + Math.abs(b[i]! - m2)) / (1 + Math.abs(a[i]! - m1)) - 1;
-        if (e > 0) {
-          art1 += e;
-          const e2 = e * e;
-          art4 += e2 * e2;
-        } else if (e < 0) {
-          det1 -= e;
-          const e2 = e * e;
-          det4 += e2 * e2;
+      for (let y = 0; y < height; y++) {
+        blurColumnRow(tb, width, height, y, mu2, 0);
+        blurColumnRow(tbb, width, height, y, s22, 0);
+        blurColumnRow(tab, width, height, y, s12, 0);
+        const off = y * width;
+        for (let x = 0; x < width; x++) {
+          const i = off + x;
+          const m1 = mu1[i]!;
+          const m2 = mu2[x]!;
+          const dm = m1 - m2;
+          const numM = 1 - dm * dm;
+          const numS = 2 * (s12[x]! - m1 * m2) + C2;
+          const denS = s11[i]! - m1 * m1 + (s22[x]! - m2 * m2) + C2;
+          let d = 1 - (numM * numS) / denS;
+          if (d > 0) {
+            ssim1 += d;
+            d *= d;
+            ssim4 += d * d;
+          }
+          const e = (1 + Math.abs(b[i]! - m2)) / (1 + Math.abs(a[i]! - m1)) - 1;
+          if (e > 0) {
+            art1 += e;
+            const e2 = e * e;
+            art4 += e2 * e2;
+          } else if (e < 0) {
+            det1 -= e;
+            const e2 = e * e;
+            det4 += e2 * e2;
+          }
         }
       }
       ssim[scale * 6 + c * 2] = ssim1 * inv;
