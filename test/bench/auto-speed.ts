@@ -13,10 +13,12 @@
  * reports, which is the engine's metric on the output.
  *
  * Usage: node test/bench/auto-speed.ts [--kinds LIST] [--formats LIST] [--per-kind N] [--reps N]
- *        [--max-dimension N] [--before-engine PATH] [--out FILE]
+ *        [--before-reps N] [--max-dimension N] [--before-engine PATH] [--out FILE]
+ *        node test/bench/auto-speed.ts --merge A.json,B.json --out FILE   (one table from several runs,
+ *        e.g. one process per format run side by side)
  * Writes results/auto-speed.json and results/auto-speed.md (or FILE and FILE.md).
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -34,6 +36,7 @@ const { values } = parseArgs({
     'max-dimension': { type: 'string' },
     out: { type: 'string' },
     'before-engine': { type: 'string' },
+    merge: { type: 'string' },
   },
 });
 const kinds = (values.kinds?.split(',') ?? KINDS.filter((k) => k !== 'illus')) as Kind[];
@@ -102,55 +105,61 @@ interface Row {
   afterQuality: number;
   beforeQuality: number;
 }
-const rows: Row[] = [];
 const started = Date.now();
-for (const image of images) {
-  for (const format of formats) {
-    const f: number[] = [];
-    const a: number[] = [];
-    const b: number[] = [];
-    let afterInfo: Awaited<ReturnType<typeof timed>>['info'] | undefined;
-    let beforeInfo: typeof afterInfo;
-    // Warm-up: the first call of each path pays for module loading and the metric thread's start.
-    await timed(fixed, image, format, 80);
-    for (let r = 0; r < reps; r++) {
-      f.push((await timed(fixed, image, format, 80)).ms);
-      const x = await timed(after, image, format, 'auto');
-      a.push(x.ms);
-      afterInfo = x.info;
-      if (r < beforeReps) {
-        const y = await timed(before, image, format, 'auto');
-        b.push(y.ms);
-        beforeInfo = y.info;
+const merged = values.merge?.split(',').map((file) => JSON.parse(readFileSync(file, 'utf8')));
+const rows: Row[] = merged ? merged.flatMap((m) => m.rows) : await measure();
+
+async function measure(): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const image of images) {
+    for (const format of formats) {
+      const f: number[] = [];
+      const a: number[] = [];
+      const b: number[] = [];
+      let afterInfo: Awaited<ReturnType<typeof timed>>['info'] | undefined;
+      let beforeInfo: typeof afterInfo;
+      // Warm-up: the first call of each path pays for module loading and the metric thread's start.
+      await timed(fixed, image, format, 80);
+      for (let r = 0; r < reps; r++) {
+        f.push((await timed(fixed, image, format, 80)).ms);
+        const x = await timed(after, image, format, 'auto');
+        a.push(x.ms);
+        afterInfo = x.info;
+        if (r < beforeReps) {
+          const y = await timed(before, image, format, 'auto');
+          b.push(y.ms);
+          beforeInfo = y.info;
+        }
       }
+      const row: Row = {
+        name: image.name,
+        kind: image.kind,
+        format,
+        fixedMs: median(f),
+        afterMs: median(a),
+        beforeMs: median(b),
+        afterRatio: median(a) / median(f),
+        beforeRatio: median(b) / median(f),
+        afterBytes: afterInfo!.output_size,
+        beforeBytes: beforeInfo!.output_size,
+        afterScore: afterInfo!.score ?? Number.NaN,
+        beforeScore: beforeInfo!.score ?? Number.NaN,
+        afterSteps: afterInfo!.auto_steps ?? 0,
+        beforeSteps: beforeInfo!.auto_steps ?? 0,
+        afterQuality: afterInfo!.quality,
+        beforeQuality: beforeInfo!.quality,
+      };
+      rows.push(row);
+      process.stderr.write(
+        `${image.name} ${format}: fixed ${row.fixedMs.toFixed(0)} ms, after ${row.afterRatio.toFixed(2)}× (${row.afterSteps} steps, q${row.afterQuality}, ${row.afterScore}), before ${row.beforeRatio.toFixed(2)}× (${row.beforeSteps} steps, q${row.beforeQuality}, ${row.beforeScore}); bytes ${row.afterBytes} vs ${row.beforeBytes}\n`,
+      );
     }
-    const row: Row = {
-      name: image.name,
-      kind: image.kind,
-      format,
-      fixedMs: median(f),
-      afterMs: median(a),
-      beforeMs: median(b),
-      afterRatio: median(a) / median(f),
-      beforeRatio: median(b) / median(f),
-      afterBytes: afterInfo!.output_size,
-      beforeBytes: beforeInfo!.output_size,
-      afterScore: afterInfo!.score ?? Number.NaN,
-      beforeScore: beforeInfo!.score ?? Number.NaN,
-      afterSteps: afterInfo!.auto_steps ?? 0,
-      beforeSteps: beforeInfo!.auto_steps ?? 0,
-      afterQuality: afterInfo!.quality,
-      beforeQuality: beforeInfo!.quality,
-    };
-    rows.push(row);
-    process.stderr.write(
-      `${image.name} ${format}: fixed ${row.fixedMs.toFixed(0)} ms, after ${row.afterRatio.toFixed(2)}× (${row.afterSteps} steps, q${row.afterQuality}, ${row.afterScore}), before ${row.beforeRatio.toFixed(2)}× (${row.beforeSteps} steps, q${row.beforeQuality}, ${row.beforeScore}); bytes ${row.afterBytes} vs ${row.beforeBytes}\n`,
-    );
   }
+  await Promise.all([fixed.close(), after.close(), before.close()]);
+  await closeMetricPool();
+  await beforeModule?.closeMetricPool();
+  return rows;
 }
-await Promise.all([fixed.close(), after.close(), before.close()]);
-await closeMetricPool();
-await beforeModule?.closeMetricPool();
 
 const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 const r1 = (n: number) => Math.round(n * 10) / 10;
@@ -187,7 +196,7 @@ const overall = summarise(rows);
 const lines = [
   `## Quality "auto": cost as a ratio to one fixed-quality encode, before and after the predictor`,
   '',
-  `${new Date().toISOString().slice(0, 10)}; before: ${values['before-engine'] ?? 'this engine without the predictor'}; ${images.length} images (at most ${perKind} per kind, the bench's subset), resized to fit ${maxDimension} px; per image and format the median of ${reps} alternating runs of fixed Q80 and auto after (${beforeReps} of auto before), one image at a time in one process. Ratio = auto time ÷ fixed time of the same image (the mean over the images of a row; images per second at auto = images per second at the fixed quality ÷ ratio). Score: SSIMULACRA2 auto reports for its output. ${((Date.now() - started) / 1000).toFixed(0)} s.`,
+  `${new Date().toISOString().slice(0, 10)}; before: ${values['before-engine'] ?? 'this engine without the predictor'}; ${new Set(rows.map((r) => r.name)).size} images (at most ${perKind} per kind, the bench's subset), resized to fit ${maxDimension} px; per image and format the median of ${reps} alternating runs of fixed Q80 and auto after (${beforeReps} of auto before), one image at a time in one process. Ratio = auto time ÷ fixed time of the same image (the mean over the images of a row; images per second at auto = images per second at the fixed quality ÷ ratio). Score: SSIMULACRA2 auto reports for its output. ${merged ? `Merged from ${merged.length} runs made side by side (${merged.map((m) => m.formats?.join(',') ?? '?').join(' | ')}).` : `${((Date.now() - started) / 1000).toFixed(0)} s.`}`,
   '',
   '| kind | format | images | ratio before | ratio after | steps before → after | bytes before | bytes after | change | mean (min) before | mean (min) after |',
   '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
@@ -203,7 +212,7 @@ const lines = [
 ];
 writeFileSync(
   out,
-  `${JSON.stringify({ date: new Date().toISOString(), before: values['before-engine'] ?? 'predict: false', reps, beforeReps, maxDimension, table, perFormat, overall, rows }, null, 2)}\n`,
+  `${JSON.stringify({ date: new Date().toISOString(), before: values['before-engine'] ?? 'predict: false', formats, reps, beforeReps, maxDimension, table, perFormat, overall, rows }, null, 2)}\n`,
 );
 writeFileSync(out.replace(/\.json$/, '.md'), `${lines.join('\n')}`);
 process.stdout.write(`${lines.join('\n')}`);
