@@ -3,11 +3,14 @@
  *
  *   features  the cheap image features of every corpus image at ≤ 2048 px, and the synthetic/photo
  *             call isSynthetic() makes from them (the thresholds are read off this table);
+ *   curves    per corpus image (≤ 2048 px) and format, the score at a grid of Compresso qualities with
+ *             the encoder settings auto would use (and 4:2:0 as well for synthetic JPEG/AVIF), beside the
+ *             image's features: what the quality predictor of auto.ts is fitted on.
  *   small     auto's outputs on small images (16–256 px, photos and graphics) in JPEG, WebP and AVIF,
  *             scored by the engine's metric AND by the reference SSIMULACRA2 tool, with the settings
  *             auto chose: the evidence behind SMALL_IMAGE_SIDE and the small-image settings.
  *
- * Usage: node test/bench/auto-calibrate.ts [--part features|small] [--tool PATH]
+ * Usage: node test/bench/auto-calibrate.ts [--part features|curves|small] [--tool PATH]
  * The reference tool (cloudinary/ssimulacra2, built from its public source, see FIELD-NOTES) is taken
  * from --tool, $SSIMULACRA2 or /work/tools/ssimulacra2/ssimulacra2; without it "small" is skipped.
  * Writes test/bench/results/auto-calibration.json (parts not run keep their previous values).
@@ -19,14 +22,18 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
+  type AutoEncoder,
   closeMetricPool,
   createEngine,
   decodeToRgb,
+  type EncodeVariant,
   isSynthetic,
   measureFeatures,
+  prepare,
   ssimulacra2,
 } from '@compresso/engine';
 import sharp from 'sharp';
+import { backgroundsFor, decodeReferences, scoreEncoded } from '../../core/engine/src/metric/compare.ts';
 import { DEFAULT_CORPUS, loadCorpus } from './corpus.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -35,7 +42,7 @@ const { values } = parseArgs({
   options: { part: { type: 'string' }, tool: { type: 'string' } },
 });
 const tool = values.tool ?? process.env.SSIMULACRA2 ?? '/work/tools/ssimulacra2/ssimulacra2';
-const parts = values.part ? [values.part] : ['features', 'small'];
+const parts = values.part ? [values.part] : ['features', 'curves', 'small'];
 const previous = existsSync(OUT) ? JSON.parse(readFileSync(OUT, 'utf8')) : {};
 const result: Record<string, unknown> = { ...previous, date: new Date().toISOString() };
 const corpus = await loadCorpus(DEFAULT_CORPUS);
@@ -59,6 +66,83 @@ if (parts.includes('features')) {
     process.stderr.write(`features ${image.name}\n`);
   }
   result.features = rows;
+}
+
+/** Compresso qualities the curves are measured at: around the targets, where the predictor works. */
+const CURVE_QUALITIES = [56, 66, 74, 80, 86, 94];
+
+if (parts.includes('curves')) {
+  const rows: unknown[] = [];
+  // The grid runs inside an AutoEncoder, so every encode takes exactly the engine's path (orientation,
+  // resize, JPEG flattening) and every score the metric path auto uses.
+  let current: { name: string; kind: string } = { name: '', kind: '' };
+  const grid: AutoEncoder = async (source, options, format, encodeAtQuality) => {
+    const references = await decodeReferences(
+      () => prepare(source, { ...options, strip_exif: true }, 'jpeg'),
+      backgroundsFor(source.hasAlpha, format),
+    );
+    const { width, height, data } = references[0]!.image;
+    const f = await measureFeatures(sharp(data, { raw: { width, height, channels: 3 } }));
+    const synthetic = isSynthetic(f);
+    const variants: { label: string; variant: EncodeVariant }[] =
+      format === 'webp'
+        ? [{ label: 'lossy', variant: {} }]
+        : synthetic
+          ? [
+              { label: '4:4:4', variant: { chromaSubsampling: '4:4:4' } },
+              { label: '4:2:0', variant: { chromaSubsampling: '4:2:0' } },
+            ]
+          : [{ label: '4:2:0', variant: { chromaSubsampling: '4:2:0' } }];
+    let last: Awaited<ReturnType<typeof encodeAtQuality>> | undefined;
+    for (const { label, variant } of variants) {
+      const points = [];
+      for (const q of CURVE_QUALITIES) {
+        const encoded = await encodeAtQuality(q, variant);
+        const score = await scoreEncoded(references, encoded.data);
+        points.push({ q, bytes: encoded.data.length, score: Math.round(score * 100) / 100 });
+        last = encoded;
+      }
+      const round = (n: number) => Math.round(n * 1000) / 1000;
+      rows.push({
+        ...current,
+        width,
+        height,
+        format,
+        variant: label,
+        synthetic,
+        features: {
+          flatShare: round(f.flatShare),
+          colours: f.colours,
+          edgeShare: round(f.edgeShare),
+          chromaEdgeShare: round(f.chromaEdgeShare),
+          meanGradient: round(f.meanGradient),
+        },
+        points,
+      });
+      process.stderr.write(
+        `curves ${current.name} ${format} ${label}: ${points.map((p) => `${p.q}:${p.score.toFixed(1)}`).join(' ')}\n`,
+      );
+    }
+    return { encoded: last!, steps: 0 };
+  };
+  const engine = createEngine({ concurrency: 1, auto: grid });
+  try {
+    // Photos first (the predictor's main case); the file is rewritten after every image, so a run
+    // cut short still leaves what it measured.
+    const order = (k: string) => (k === 'photo' ? 0 : 1);
+    const images = corpus.filter((i) => !i.heic).sort((a, b) => order(a.kind) - order(b.kind));
+    for (const image of images) {
+      current = { name: image.name, kind: image.kind };
+      for (const format of ['jpeg', 'webp', 'avif'] as const) {
+        await engine.optimize(image.bytes, { output_format: format, quality: 'auto', max_dimension: 2048 });
+      }
+      result.curves = { qualities: CURVE_QUALITIES, rows };
+      writeFileSync(OUT, `${JSON.stringify(result, null, 2)}\n`);
+    }
+  } finally {
+    await engine.close();
+  }
+  result.curves = { qualities: CURVE_QUALITIES, rows };
 }
 
 /** Small sizes: the shorter-side cases of issue 11 (70×46, 156×78, 176×108) and the ends 16 and 256. */

@@ -1,8 +1,9 @@
 import type { CompressOptions, OutputFormat } from '@compresso/schema';
 import sharp from 'sharp';
+import { predictQuality } from './auto-predict.ts';
 import type { ChromaSubsampling } from './encode.ts';
 import { isSynthetic, measureFeatures } from './image-features.ts';
-import { backgroundsFor, decodeReferences, scoreEncoded } from './metric/compare.ts';
+import { backgroundsFor, decodeReferences, prepareReferences, scoreEncoded } from './metric/compare.ts';
 import { type AutoEncoder, type EncodeVariant, prepare } from './optimize.ts';
 import { DEFAULT_SCALE_QUALITY } from './quality.ts';
 
@@ -40,6 +41,14 @@ export const AUTO_TARGET: Readonly<Record<'jpeg' | 'webp' | 'avif', number>> = {
  * scores under 70 even there is returned under the floor (its `info.score` says so).
  */
 export const AUTO_FLOOR = 70;
+
+/**
+ * Synthetic images with fewer coloured edges than this (share of neighbour pairs, image-features.ts)
+ * are written as 4:2:0 JPEG first. On the corpus the graphics without coloured text or lines (the
+ * Debian logo, the flat-colour Arc graphic, black text on white) measure under 0.005, the ones with
+ * them (the scikit-image logo, charts, the curve screenshots) 0.05 and more.
+ */
+const CHROMA_EDGE_SHARE = 0.01;
 
 /** The search range on Compresso's scale. */
 export const AUTO_MIN_Q = 30;
@@ -86,13 +95,6 @@ const SMALL_START_Q = 95;
  */
 const FIXED_FORMATS = new Set<OutputFormat>(['png', 'gif']);
 
-/** Where the first probe goes, per format, for photo-like and synthetic images (mean Q chosen). */
-const START_Q: Record<'jpeg' | 'webp' | 'avif', { photo: number; synthetic: number }> = {
-  jpeg: { photo: 78, synthetic: 80 },
-  webp: { photo: 78, synthetic: 70 },
-  avif: { photo: 78, synthetic: 66 },
-};
-
 interface Trial {
   q: number;
   variant: EncodeVariant;
@@ -100,15 +102,29 @@ interface Trial {
   score: number;
 }
 
+/** How createAutoEncoder finds the quality. */
+export interface AutoEncoderOptions {
+  /**
+   * true (default): the first probe is the quality predicted from the image's features
+   * (auto-predict.ts), accepted when its score lands within AUTO_TOLERANCE above the target, else
+   * corrected once by the format's calibrated slope; only when that second probe also misses does the
+   * secant search go on. false: the secant search from the per-class mean quality alone (the auto of
+   * before the predictor; kept so the benchmark can measure one against the other in one run).
+   */
+  predict?: boolean;
+}
+
 /**
- * Quality "auto": encoder settings chosen from cheap image features (image-features.ts), then a
- * secant search over Compresso quality for the smallest output whose SSIMULACRA2 against the resized
- * source reaches the format's target (AUTO_SETTINGS), capped, with a floor (AUTO_FLOOR) that moves
- * to 4:4:4 chroma and lossless modes when the quality number alone cannot reach it. Typically 2–3
- * encodes and full-size scores (the bisection it replaces took 6–8).
+ * Quality "auto": encoder settings chosen from cheap image features (image-features.ts), the quality
+ * predicted from them (auto-predict.ts) and checked by one full-size SSIMULACRA2 score against the
+ * resized source, corrected by a second when the prediction missed, with the secant search over
+ * Compresso quality as the fallback; capped per format (AUTO_SETTINGS), with a floor (AUTO_FLOOR)
+ * that moves to 4:4:4 chroma and lossless modes when the quality number alone cannot reach it. The
+ * reference side of the metric is prepared in the metric thread while the first candidate encodes.
  */
 export function createAutoEncoder(
   settings: Partial<Record<'jpeg' | 'webp' | 'avif', { target: number; maxQ: number }>> = {},
+  { predict = true }: AutoEncoderOptions = {},
 ): AutoEncoder {
   const all = { ...AUTO_SETTINGS, ...settings };
   return async (source, options: CompressOptions, format: OutputFormat, encodeAtQuality) => {
@@ -122,6 +138,9 @@ export function createAutoEncoder(
     // as the output will be.
     const reference = () => prepare(source, { ...options, strip_exif: true }, 'jpeg');
     const references = await decodeReferences(reference, backgroundsFor(source.hasAlpha, format));
+    // The reference side of the metric runs in its thread while the first candidate encodes; its
+    // failure surfaces through the first score, which prepares it again.
+    const ready = prepareReferences(references).catch(() => undefined);
     const { width, height, data } = references[0]!.image;
     // Features from the pixels already decoded for the metric: no second decode and resize.
     const features = await measureFeatures(sharp(data, { raw: { width, height, channels: 3 } }));
@@ -138,6 +157,7 @@ export function createAutoEncoder(
       let hit = cache.get(key(q, variant));
       if (!hit) {
         const encoded = await encodeAtQuality(q, variant);
+        await ready;
         hit = { q, variant, encoded, score: await scoreEncoded(references, encoded.data) };
         cache.set(key(q, variant), hit);
         trials.push(hit);
@@ -159,8 +179,15 @@ export function createAutoEncoder(
      * fail bracket the goal; stop at a pass within AUTO_TOLERANCE, a bracket of one step, or MAX_STEPS.
      */
     const search = async (goal: number, lo: number, hi: number, start: number, variant: EncodeVariant) => {
+      // Points already scored with these settings bracket the goal from the start.
       let pass: Trial | undefined;
       let fail: Trial | undefined;
+      for (const t of trials) {
+        if (t.variant !== variant) continue;
+        if (t.score >= goal) {
+          if (!pass || t.q < pass.q) pass = t;
+        } else if (!fail || t.q > fail.q) fail = t;
+      }
       let q = Math.min(hi, Math.max(lo, Math.round(start)));
       for (let step = 0; step < MAX_STEPS; step++) {
         const t = await at(q, variant);
@@ -195,8 +222,12 @@ export function createAutoEncoder(
 
     // Small WebP: lossy WebP is 4:2:0 only and no quality of it reached 70 on a 30–110 px photo.
     if (small && format === 'webp' && !animated) return done(await at(100, { nearLossless: true }));
+    // 4:4:4 where colour has sharp edges (coloured text, thin coloured lines): 4:2:0 smears them.
+    // A JPEG graphic whose edges are all in luma (grey text, flat fills) keeps 4:2:0, which reaches
+    // the target at fewer bytes; the floor chain still moves it to 4:4:4 when 4:2:0 cannot.
+    const colourEdges = synthetic && (format !== 'jpeg' || features.chromaEdgeShare >= CHROMA_EDGE_SHARE);
     const chroma: ChromaSubsampling | undefined =
-      format === 'webp' ? undefined : synthetic || small ? '4:4:4' : '4:2:0';
+      format === 'webp' ? undefined : colourEdges || small ? '4:4:4' : '4:2:0';
     const primary: EncodeVariant = chroma ? { chromaSubsampling: chroma } : {};
     const lo = AUTO_MIN_Q;
     const cap = maxQ;
@@ -209,8 +240,24 @@ export function createAutoEncoder(
       lossless = { q: 100, variant: { lossless: true }, encoded, score: 100 };
     }
 
-    const start = small ? SMALL_START_Q : START_Q[lossy][synthetic ? 'synthetic' : 'photo'];
-    await search(target, lo, cap, Math.max(lo, start), primary);
+    const predicted = predictQuality(lossy, features, primary, target, predict);
+    const start = Math.min(cap, Math.max(lo, small ? SMALL_START_Q : predicted.q));
+    if (predict && !small) {
+      // One score for the prediction, accepted when it lands within AUTO_TOLERANCE above the target;
+      // otherwise the secant search goes on from the step the calibrated slope gives (the first
+      // point stays in its cache and brackets the goal with the second).
+      const first = await at(start, primary);
+      const off = first.score - target;
+      if (off < 0 || off > AUTO_TOLERANCE) {
+        const next =
+          off < 0
+            ? Math.min(cap, first.q + Math.max(1, Math.ceil((0.3 - off) / predicted.slope)))
+            : Math.max(lo, first.q - Math.max(1, Math.floor((off - 0.2) / predicted.slope)));
+        if (next !== first.q) await search(target, lo, cap, next, primary);
+      }
+    } else {
+      await search(target, lo, cap, start, primary);
+    }
     const withLossless = (t: Trial | undefined) =>
       lossless && (!t || lossless.encoded.data.length <= t.encoded.data.length) ? lossless : t;
 

@@ -14,6 +14,8 @@ export interface ImageFeatures {
   edgeShare: number;
   /** Share of adjacent pairs whose chroma (|Cb|+|Cr| change) differs by more than 24: coloured edges. */
   chromaEdgeShare: number;
+  /** Mean absolute luma difference of adjacent pairs (0–255): texture and noise, what costs bytes. */
+  meanGradient: number;
 }
 
 export const FEATURE_SIDE = 256;
@@ -45,6 +47,7 @@ export async function measureFeatures(pipeline: Sharp): Promise<ImageFeatures> {
   let flat = 0;
   let edges = 0;
   let chromaEdges = 0;
+  let gradient = 0;
   const luma = (i: number) => 0.299 * data[i]! + 0.587 * data[i + 1]! + 0.114 * data[i + 2]!;
   const cb = (i: number) => data[i + 2]! - luma(i);
   const cr = (i: number) => data[i]! - luma(i);
@@ -54,7 +57,9 @@ export async function measureFeatures(pipeline: Sharp): Promise<ImageFeatures> {
       flat++;
       return;
     }
-    if (Math.abs(luma(a) - luma(b)) > 32) edges++;
+    const dl = Math.abs(luma(a) - luma(b));
+    gradient += dl;
+    if (dl > 32) edges++;
     if (Math.abs(cb(a) - cb(b)) + Math.abs(cr(a) - cr(b)) > 24) chromaEdges++;
   };
   for (let y = 0; y < height; y++) {
@@ -71,5 +76,6 @@ export async function measureFeatures(pipeline: Sharp): Promise<ImageFeatures> {
     colours: seen.size,
     edgeShare: share(edges),
     chromaEdgeShare: share(chromaEdges),
+    meanGradient: share(gradient),
   };
 }

@@ -1,6 +1,6 @@
 import type { OutputFormat } from '@compresso/schema';
 import type { Sharp } from 'sharp';
-import { ALPHA_BACKGROUNDS, decodeToRgb, type RgbImage, scoreAsync } from './index.ts';
+import { ALPHA_BACKGROUNDS, decodeToRgb, prepareAsync, type RgbImage, scoreAsync } from './index.ts';
 
 type Rgb = { r: number; g: number; b: number };
 
@@ -40,4 +40,9 @@ export async function scoreEncoded(references: Reference[], data: Uint8Array): P
     ),
   );
   return Math.min(...scores);
+}
+
+/** Start the reference side of the metric for every background (see `prepareAsync`). */
+export function prepareReferences(references: Reference[]): Promise<void> {
+  return Promise.all(references.map(({ image }) => prepareAsync(image))).then(() => undefined);
 }

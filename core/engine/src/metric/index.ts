@@ -52,12 +52,27 @@ export async function scoreAsync(reference: RgbImage, distorted: RgbImage): Prom
       `SSIMULACRA2 needs images of the same size: reference ${reference.width}×${reference.height}, distorted ${distorted.width}×${distorted.height}`,
     );
   }
+  return metricPool().run({ referenceId: idOf(reference), reference, distorted });
+}
+
+function idOf(reference: RgbImage): number {
   let referenceId = referenceIds.get(reference);
   if (referenceId === undefined) {
     referenceId = nextReferenceId++;
     referenceIds.set(reference, referenceId);
   }
-  return metricPool().run({ referenceId, reference, distorted });
+  return referenceId;
+}
+
+/**
+ * The reference side of the metric (colour conversion, scales, blurred means and squares: about 40 %
+ * of a score) computed now in a metric thread and kept there, so it runs while the caller encodes its
+ * first candidate and the score that follows only does the distorted side. With one metric thread
+ * (two cores or fewer) that score is sure to find it; with two it may land on the other thread, which
+ * then prepares it again (correct, only slower).
+ */
+export async function prepareAsync(reference: RgbImage): Promise<void> {
+  await metricPool().run({ referenceId: idOf(reference), reference });
 }
 
 /** Stop the metric threads (tests, graceful shutdown). A later score creates a new pool. */

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { corpus } from '../test-support/corpus.ts';
 import { loopTurnsBefore } from '../test-support/loop-turns.ts';
 import { closeMetricPool, decodeToRgb, type RgbImage, scoreAsync, ssimulacra2 } from './index.ts';
-import { prepareReference, subScores } from './ssimulacra2.ts';
+import { prepareReference, scoreFromSubScores, subScores } from './ssimulacra2.ts';
 
 const photo = corpus('photo-skimage-chelsea.png'); // 451×300: a real photo, scored in ~0.1 s
 
@@ -96,6 +96,25 @@ describe('prepared reference', () => {
     for (const q of [90, 40]) {
       const dist = await jpegAt(q);
       expect(ssimulacra2(prepared, dist)).toBe(ssimulacra2(ref, dist));
+    }
+  });
+
+  it('skipping the terms of weight 0 changes no score, at every scale count', async () => {
+    // 451×300 has all six scales; 100×70 four, 40×30 two, 9×9 one: the weights are packed
+    // differently for each, so which terms are skipped differs too.
+    for (const side of [451, 100, 40, 9]) {
+      const ref = await decodeToRgb(sharp(photo).resize(side, side, { fit: 'inside' }));
+      const dist = await decodeToRgb(
+        await sharp(photo).resize(side, side, { fit: 'inside' }).jpeg({ quality: 30 }).toBuffer(),
+      );
+      const all = subScores(ref, dist);
+      const weighted = subScores(ref, dist, true);
+      expect(
+        weighted.some((v, i) => v !== all[i]),
+        `${side}: some terms skipped`,
+      ).toBe(true);
+      expect(ssimulacra2(ref, dist), `${side}`).toBe(scoreFromSubScores(all));
+      expect(ssimulacra2(prepareReference(ref), dist), `${side} prepared`).toBe(scoreFromSubScores(all));
     }
   });
 });

@@ -4,7 +4,8 @@ export interface ScoreTask {
   /** Same id, same reference pixels: lets the thread reuse the prepared reference. */
   referenceId: number;
   reference: RgbImage;
-  distorted: RgbImage;
+  /** Absent: only prepare the reference (and keep it), so a later score finds it ready. */
+  distorted?: RgbImage;
 }
 
 /**
@@ -22,5 +23,5 @@ export default function score(task: ScoreTask): number {
   else ref = prepareReference(task.reference);
   prepared.set(task.referenceId, ref);
   while (prepared.size > KEEP) prepared.delete(prepared.keys().next().value!);
-  return ssimulacra2(ref, task.distorted);
+  return task.distorted ? ssimulacra2(ref, task.distorted) : Number.NaN;
 }

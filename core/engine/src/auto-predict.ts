@@ -1,0 +1,80 @@
+import { type ImageFeatures, isSynthetic } from './image-features.ts';
+import type { EncodeVariant } from './optimize.ts';
+
+type Lossy = 'jpeg' | 'webp' | 'avif';
+
+/**
+ * The quality auto's first probe goes to, and the score-per-quality-step it corrects a miss with.
+ *
+ * Fitted on test/bench/results/auto-calibration.json → curves (test/bench/auto-calibrate.ts --part
+ * curves, 2026-11-25): for every corpus image at ≤ 2048 px and every lossy format, the score at a
+ * grid of Compresso qualities with the settings auto uses; q* is where the image's curve crosses the
+ * format's target. On the 12 photos q* runs from 66 to over 96 (a Hubble deep field and a rocket on a
+ * clear sky need the most; both are smooth, noisy and have few distinct colours on the 256-px copy).
+ * Of the cheap features, only the colour count orders q* at all: a least-squares line in
+ * ln(colours) leaves a spread of 4.2 quality steps (WebP), 5.4 (AVIF) and 6.8 (JPEG) around it, against
+ * 6.5, 6.2 and 6.7 around the plain mean. So the prediction is a first probe, not an answer: the
+ * score of that probe decides, and a miss is corrected by the calibrated slope (the median score
+ * gain per step at the target, 0.62–0.66 in every format).
+ */
+export interface Prediction {
+  q: number;
+  /** SSIMULACRA2 points per Compresso quality step near the target. */
+  slope: number;
+}
+
+interface Model {
+  /** q* at COLOURS_CENTRE colours. */
+  q: number;
+  /** Change of q* per unit of ln(colours) (negative: more colours, less quality needed). */
+  perLnColours: number;
+  slope: number;
+}
+
+/** The geometric mean colour count of the corpus photos' 256-px copies. */
+const COLOURS_CENTRE = 22_183;
+
+/** Photo-like images (isSynthetic false); q* at 96 where a photo's curve never reached the target. */
+const PHOTO: Record<Lossy, Model> = {
+  jpeg: { q: 78, perLnColours: -10.7, slope: 0.66 },
+  webp: { q: 78, perLnColours: -11, slope: 0.63 },
+  avif: { q: 77, perLnColours: -6.7, slope: 0.62 },
+};
+
+/** Screenshots, charts, graphics and icons: the per-class start of the search (colour count is not a texture measure there). */
+const SYNTHETIC: Record<Lossy, Model> = {
+  jpeg: { q: 80, perLnColours: 0, slope: 0.6 },
+  webp: { q: 70, perLnColours: 0, slope: 0.6 },
+  avif: { q: 66, perLnColours: 0, slope: 0.6 },
+};
+
+/** The mean start of the search before the predictor, per class (`predict: false`). */
+const CLASS_START: Record<Lossy, { photo: number; synthetic: number }> = {
+  jpeg: { photo: 78, synthetic: 80 },
+  webp: { photo: 78, synthetic: 70 },
+  avif: { photo: 78, synthetic: 66 },
+};
+
+/** Score points per step before the image's own slope is known, as the search has always used. */
+const DEFAULT_SLOPE = 0.6;
+
+export function predictQuality(
+  format: Lossy,
+  features: ImageFeatures,
+  _variant: EncodeVariant,
+  target: number,
+  predict = true,
+): Prediction {
+  const synthetic = isSynthetic(features);
+  if (!predict) return { q: CLASS_START[format][synthetic ? 'synthetic' : 'photo'], slope: DEFAULT_SLOPE };
+  const m = (synthetic ? SYNTHETIC : PHOTO)[format];
+  const colours = Math.log(Math.max(1, features.colours) / COLOURS_CENTRE);
+  // The model is fitted at the default targets; another target moves q* by its own slope.
+  return {
+    q: Math.round(m.q + m.perLnColours * colours + (target - TARGET[format]) / m.slope),
+    slope: m.slope,
+  };
+}
+
+/** The targets the models were fitted at (AUTO_SETTINGS' defaults). */
+const TARGET: Record<Lossy, number> = { jpeg: 76, webp: 75, avif: 75 };
