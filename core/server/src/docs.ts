@@ -123,10 +123,13 @@ export function docsContent(document: Json): string {
       )
       .join('');
     const requestBody = op.requestBody as Json | undefined;
+    // The body first: it is what a request is about; parameters (a path id, the Idempotency-Key
+    // header) come after it.
     const request =
+      (requestBody ? bodyHtml(requestBody.content as Record<string, Json>) : '') +
       (params
         ? `<div class="table"><table><thead><tr><th scope="col">Parameter</th><th scope="col">In</th><th scope="col">Meaning</th></tr></thead><tbody>${params}</tbody></table></div>`
-        : '') + (requestBody ? bodyHtml(requestBody.content as Record<string, Json>) : '');
+        : '');
     const responses = Object.entries((op.responses ?? {}) as Record<string, Json>)
       .map(
         ([status, r]) =>
