@@ -25,7 +25,7 @@ import { createApp } from './app.ts';
 import { errorHandler } from './errors.ts';
 import { createIdempotency, IDEMPOTENCY_TTL_MS, INLINE_ANSWER_BYTES } from './idempotency.ts';
 import { createHttpServer } from './start.ts';
-import { bearer, form, proAccount, smallJpeg, tempDir } from './test-helpers.ts';
+import { bearer, form, proAccount, smallJpeg, tempDir } from './testing.ts';
 
 const tmp = tempDir();
 const silent = createLogger({ logLevel: 'silent' });

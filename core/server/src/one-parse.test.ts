@@ -1,6 +1,6 @@
 import { CompressOptionsSchema } from '@compresso/schema';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { bearer, form, proAccount, smallJpeg, startTestServer, type TestServer } from './test-helpers.ts';
+import { bearer, form, proAccount, smallJpeg, startTestServer, type TestServer } from './testing.ts';
 
 /**
  * The hot path validates the options once: the server at its boundary. The engine's own call to

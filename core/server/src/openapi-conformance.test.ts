@@ -12,15 +12,7 @@ import { API_ROUTES, ROUTE_IDS } from '@compresso/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startBatchWorker } from './jobs/worker.ts';
-import {
-  bearer,
-  form,
-  proAccount,
-  smallJpeg,
-  startTestServer,
-  type TestServer,
-  tempDir,
-} from './test-helpers.ts';
+import { bearer, form, proAccount, smallJpeg, startTestServer, type TestServer, tempDir } from './testing.ts';
 
 /**
  * The OpenAPI document against what the server really sends: every route of the table is called on

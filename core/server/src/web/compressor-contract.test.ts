@@ -7,7 +7,7 @@ import {
   resultHeaderName,
 } from '@compresso/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../test-helpers.ts';
+import { startTestServer, type TestServer } from '../testing.ts';
 import { FACTS_NOT_ON_PAGE, OPTIONS_NOT_ON_PAGE } from './compressor.ts';
 
 /**
