@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { Writable } from 'node:stream';
 import { createLogger } from '@compresso/runtime';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { startServer } from './start.ts';
 import { proAccount, smallJpeg, tempDir } from './testing.ts';
 
@@ -84,7 +84,8 @@ describe('startServer', () => {
     });
     await arrived;
     const closed = running.close();
-    await new Promise((r) => setTimeout(r, 50));
+    // Shutdown has stopped listening (close() gets there after a few awaits of its own).
+    await vi.waitFor(() => expect(running.server.listening).toBe(false), { timeout: 30_000, interval: 5 });
     await expect(fetch(`${running.url}/healthz`)).rejects.toThrow();
     // The rest arrives after shutdown has begun.
     req.write(image.subarray(100));
