@@ -9,9 +9,15 @@ import {
   OUTPUT_FORMATS,
   RESULT_HEADERS,
   resultClientName,
+  type ApiKey as SchemaApiKey,
+  type BatchItem as SchemaBatchItem,
+  type BatchJob as SchemaBatchJob,
+  type CreatedApiKey as SchemaCreatedApiKey,
   type InfoResult as SchemaInfoResult,
   type InputFormat as SchemaInputFormat,
   type OutputFormat as SchemaOutputFormat,
+  type RevokedApiKey as SchemaRevokedApiKey,
+  type Usage as SchemaUsage,
 } from '@compresso/schema';
 import { describe, expect, it } from 'vitest';
 import { BY_CLIENT_CODE, BY_CODE, CompressoError, errorFromResponse } from './errors.ts';
@@ -28,7 +34,20 @@ import {
   VERSION,
 } from './index.ts';
 import { EXTENSIONS } from './output.ts';
-import type { CompressResult, ImageOptions, InfoResult, InputFormat, OutputFormat } from './types.ts';
+import type {
+  ApiKey,
+  CompressResult,
+  CreatedApiKey,
+  ImageOptions,
+  InfoResult,
+  InputFormat,
+  Job,
+  JobItem,
+  JobProgress,
+  OutputFormat,
+  RevokedApiKey,
+  Usage,
+} from './types.ts';
 
 /**
  * The client spells the contract out itself (its declarations must stand alone), so these checks
@@ -55,6 +74,24 @@ const optionsMatch: Equal<Exclude<keyof ImageOptions, 'filename'>, OptionClientN
 const resultCarriesEveryHeader: Equal<
   Exclude<ClientNameOf<keyof typeof RESULT_HEADERS>, keyof CompressResult>,
   never
+> = true;
+
+/**
+ * The keys, usage and job bodies: the client's camelCase types are the schema's bodies with their
+ * member names camelCased (values too, where the client keeps the schema's types), so a member added to
+ * or renamed in a body of the table does not type-check until the client follows. JobItem says
+ * `format` for the body's `output_format`, as CompressResult does.
+ */
+type CamelObject<T> = { [K in keyof T as Camel<K & string>]: T[K] };
+const usageMatches: Equal<Usage, CamelObject<SchemaUsage>> = true;
+const apiKeyMatches: Equal<ApiKey, CamelObject<SchemaApiKey>> = true;
+const createdKeyMatches: Equal<CreatedApiKey, CamelObject<SchemaCreatedApiKey>> = true;
+const revokedKeyMatches: Equal<RevokedApiKey, CamelObject<SchemaRevokedApiKey>> = true;
+const jobMembersMatch: Equal<keyof Job, Camel<keyof SchemaBatchJob & string>> = true;
+const jobProgressMatches: Equal<JobProgress, CamelObject<SchemaBatchJob['progress']>> = true;
+const jobItemMembersMatch: Equal<
+  keyof JobItem,
+  Exclude<Camel<keyof SchemaBatchItem & string>, 'outputFormat'> | 'format'
 > = true;
 
 const CLASS_BY_STATUS: Record<number, unknown> = {
@@ -88,6 +125,18 @@ describe('the client follows @compresso/schema', () => {
     const names = (Object.keys(RESULT_HEADERS) as (keyof typeof RESULT_HEADERS)[]).map(resultClientName);
     expect(names).toContain('format');
     expect(names).toContain('inputSize');
+  });
+
+  it('keys, usage and job bodies are the schema’s, camelCased (types above)', () => {
+    expect([
+      usageMatches,
+      apiKeyMatches,
+      createdKeyMatches,
+      revokedKeyMatches,
+      jobMembersMatch,
+      jobProgressMatches,
+      jobItemMembersMatch,
+    ]).toEqual([true, true, true, true, true, true, true]);
   });
 
   it('every client-side code of the table has its class, and the client throws no code outside the tables', () => {
