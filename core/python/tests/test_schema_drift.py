@@ -234,5 +234,25 @@ class SchemaDriftTests(unittest.TestCase):
         self._check_fields(models.CompressResult, self.components["InfoResult"], optional_extra={"frames"})
 
 
+    def test_keys_usage_and_job_models_have_the_bodies_members(self) -> None:
+        # Member for member, snake_case as on the wire: a member added to a body of the contract
+        # table fails here until the model follows.
+        def members(model: type) -> set:
+            return {f.name for f in dataclasses.fields(model)}
+
+        def props(name: str) -> set:
+            return set(self.components[name]["properties"])
+
+        self.assertEqual(members(models.Usage), props("Usage"))
+        self.assertEqual(members(models.ApiKey), props("ApiKey"))
+        self.assertEqual(members(models.CreatedApiKey), props("CreatedApiKey"))
+        self.assertEqual(members(models.KeyRevocation), props("RevokedApiKey"))
+        job = self.components["BatchJob"]
+        self.assertEqual(members(models.Job), set(job["properties"]))
+        self.assertEqual(members(models.JobProgress), set(job["properties"]["progress"]["properties"]))
+        item = job["properties"]["items"]["items"]
+        item = self.components[item["$ref"].rsplit("/", 1)[-1]] if "$ref" in item else item
+        self.assertEqual(members(models.JobItem), set(item["properties"]))
+
 if __name__ == "__main__":
     unittest.main()
