@@ -32,6 +32,7 @@ import { dispositionFileName, safeExtension, safeFileName } from './safe-name.ts
 import {
   fetchTransport,
   httpTransport,
+  parseJson,
   type Transport,
   type WireRequest,
   type WireResponse,
@@ -161,25 +162,6 @@ export class Keys {
     );
     const wire = parseJson<{ id: string }>(response);
     return { id: wire.id, revoked: true };
-  }
-}
-
-function parseJson<T>(response: WireResponse): T {
-  const text = Buffer.from(response.body.buffer, response.body.byteOffset, response.body.byteLength).toString(
-    'utf8',
-  );
-  try {
-    return JSON.parse(text) as T;
-  } catch (cause) {
-    throw new CompressoError(
-      'INVALID_RESPONSE',
-      `The server answered ${response.status} with something that is not JSON.`,
-      {
-        status: response.status,
-        requestId: response.headers['x-request-id'],
-        cause,
-      },
-    );
   }
 }
 

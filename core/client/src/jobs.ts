@@ -3,7 +3,7 @@ import { AbortError, BadRequestError, CompressoError, errorClassFor } from './er
 import { prepareInput } from './input.ts';
 import { stemOf, writeAtomically } from './output.ts';
 import { safeExtension, safeFileName } from './safe-name.ts';
-import type { WireFile, WireRequest, WireResponse } from './transport.ts';
+import { parseJson, type WireFile, type WireRequest, type WireResponse } from './transport.ts';
 import type {
   CreateJobOptions,
   DownloadJobOptions,
@@ -94,23 +94,7 @@ function jobOf(wire: JobWire): Job {
 }
 
 function parseJob(response: WireResponse): Job {
-  const text = Buffer.from(response.body.buffer, response.body.byteOffset, response.body.byteLength).toString(
-    'utf8',
-  );
-  let wire: JobWire;
-  try {
-    wire = JSON.parse(text) as JobWire;
-  } catch (cause) {
-    throw new CompressoError(
-      'INVALID_RESPONSE',
-      `The server answered ${response.status} with something that is not JSON.`,
-      {
-        status: response.status,
-        requestId: response.headers['x-request-id'],
-        cause,
-      },
-    );
-  }
+  const wire = parseJson<JobWire>(response);
   if (!wire || typeof wire.id !== 'string' || !Array.isArray(wire.items) || !wire.progress) {
     throw new CompressoError('INVALID_RESPONSE', 'The server answered with something that is not a job.', {
       status: response.status,

@@ -224,3 +224,23 @@ export function httpTransport(): Transport {
     });
   };
 }
+
+/** A JSON answer's body, or INVALID_RESPONSE when the server sent something else. */
+export function parseJson<T>(response: WireResponse): T {
+  const text = Buffer.from(response.body.buffer, response.body.byteOffset, response.body.byteLength).toString(
+    'utf8',
+  );
+  try {
+    return JSON.parse(text) as T;
+  } catch (cause) {
+    throw new CompressoError(
+      'INVALID_RESPONSE',
+      `The server answered ${response.status} with something that is not JSON.`,
+      {
+        status: response.status,
+        requestId: response.headers['x-request-id'],
+        cause,
+      },
+    );
+  }
+}
