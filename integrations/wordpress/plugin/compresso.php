@@ -21,3 +21,8 @@ if ( ! defined( 'ABSPATH' ) ) {
 define( 'COMPRESSO_VERSION', '0.1.0' );
 define( 'COMPRESSO_PLUGIN_FILE', __FILE__ );
 define( 'COMPRESSO_PLUGIN_DIR', plugin_dir_path( __FILE__ ) );
+
+require_once COMPRESSO_PLUGIN_DIR . 'includes/load.php';
+
+register_activation_hook( __FILE__, 'compresso_activate' );
+register_deactivation_hook( __FILE__, 'compresso_deactivate' );
