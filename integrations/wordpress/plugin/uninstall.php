@@ -1,6 +1,8 @@
 <?php
 /**
- * Uninstall: removes the plugin's options. (Backups are kept unless the owner asked for their removal.)
+ * Uninstall: removes the plugin's options, its per-attachment records and its scheduled events. The
+ * backups of originals are kept (they are the only copy of the originals): they are removed only when
+ * the site defines COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL as true.
  *
  * @package Compresso
  */
@@ -11,3 +13,19 @@ if ( ! defined( 'WP_UNINSTALL_PLUGIN' ) ) {
 
 delete_option( 'compresso_settings' );
 delete_option( 'compresso_show_setup_notice' );
+delete_post_meta_by_key( '_compresso' );
+wp_unschedule_hook( 'compresso_optimize_attachment' );
+
+if ( defined( 'COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL' ) && COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL ) {
+	$compresso_backups = WP_CONTENT_DIR . '/compresso-backups';
+	if ( is_dir( $compresso_backups ) ) {
+		$compresso_items = new RecursiveIteratorIterator(
+			new RecursiveDirectoryIterator( $compresso_backups, FilesystemIterator::SKIP_DOTS ),
+			RecursiveIteratorIterator::CHILD_FIRST
+		);
+		foreach ( $compresso_items as $compresso_item ) {
+			$compresso_item->isDir() ? rmdir( $compresso_item->getPathname() ) : wp_delete_file( $compresso_item->getPathname() ); // phpcs:ignore WordPress.WP.AlternativeFunctions.file_system_operations_rmdir
+		}
+		rmdir( $compresso_backups ); // phpcs:ignore WordPress.WP.AlternativeFunctions.file_system_operations_rmdir
+	}
+}

@@ -233,4 +233,25 @@ describe('auto-compress on upload', { timeout: 600_000 }, () => {
     for (const [name, path] of Object.entries(first.files))
       expect(sha256(wp.hostPath(path)), name).toBe(before[name]?.hash);
   });
+
+  it('uninstall removes the options, the records and the scheduled jobs, and keeps the backups', async () => {
+    const { value } = await wp.php<Record<string, unknown>>(
+      `require_once ABSPATH . 'wp-admin/includes/plugin.php';
+      Compresso_Optimizer::queue( ${first.id} );
+      Compresso_Backups::keep( get_attached_file( ${first.id} ) );
+      deactivate_plugins( '${PLUGIN_FILE}' );
+      uninstall_plugin( '${PLUGIN_FILE}' );
+      compresso_test_out( array(
+        'settings' => get_option( 'compresso_settings', 'gone' ),
+        'meta' => get_post_meta( ${first.id}, '_compresso', true ),
+        'scheduled' => wp_next_scheduled( 'compresso_optimize_attachment', array( ${first.id} ) ),
+      ) );`,
+      { asAdmin: true },
+    );
+    expect(value).toEqual({ settings: 'gone', meta: '', scheduled: false });
+    const backup = wp
+      .hostPath(first.files['dune.jpg'] ?? '')
+      .replace('/wp-content/uploads/', '/wp-content/compresso-backups/');
+    expect(sha256(backup)).toBe(before['dune.jpg']?.hash);
+  });
 });
