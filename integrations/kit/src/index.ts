@@ -1,5 +1,16 @@
 export { type Clock, systemClock } from './clock.ts';
 export {
+  ASSET_STATES,
+  type AssetLedger,
+  type AssetPatch,
+  type AssetRecord,
+  type AssetState,
+  assetLedger,
+  type LedgerTotals,
+  type ListAssetsOptions,
+} from './ledger.ts';
+export { KIT_MIGRATIONS } from './migrations.ts';
+export {
   type CostPacerOptions,
   costPacer,
   noPacer,
