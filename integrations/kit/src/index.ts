@@ -1,3 +1,11 @@
+export {
+  type Backup,
+  BackupError,
+  type BackupStore,
+  type BackupStoreOptions,
+  backupStore,
+  sha256,
+} from './backups.ts';
 export { type Clock, systemClock } from './clock.ts';
 export {
   ASSET_STATES,
