@@ -27,6 +27,17 @@ export {
   pacedCall,
   type ThrottleStatus,
 } from './pacer.ts';
+export {
+  createOptimizer,
+  type OptimizeOptions,
+  type OptimizeOutcome,
+  type Optimizer,
+  type OptimizerOptions,
+  PIPELINE_STEPS,
+  type PipelineStep,
+  type RestoreOutcome,
+  type SiteSettings,
+} from './pipeline.ts';
 export { isPlatformError, PlatformError, type PlatformErrorCode } from './platform-error.ts';
 export {
   type AssetContext,

@@ -6,8 +6,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Compresso } from '@compresso/client';
 import { type Database, fileBlobStore, sqliteDatabase } from '@compresso/runtime';
 import { postgresDatabase } from '@compresso/runtime/postgres';
+import { proAccount, startTestServer } from '@compresso/server/testing';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { KIT_MIGRATIONS } from './migrations.ts';
@@ -84,4 +86,25 @@ export function testBlobDir(): () => ReturnType<typeof fileBlobStore> {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   let n = 0;
   return () => fileBlobStore({ root: join(dir, `store-${++n}`) });
+}
+
+/**
+ * A real Compresso server on a loopback port (the server's own test harness, a devDependency: the
+ * kit itself reaches it only through @compresso/client), on the given clock so a quota wait can
+ * cross midnight without waiting for it, with a Pro account and a client holding its key.
+ */
+export async function startCompresso(options: { now: () => number; dailyLimit?: number }): Promise<{
+  url: string;
+  client: Compresso;
+  close(): Promise<void>;
+}> {
+  const server = await startTestServer({
+    dbPath: ':memory:',
+    now: () => new Date(options.now()),
+    overrides: { logLevel: 'warn', ...(options.dailyLimit ? { proDailyLimit: options.dailyLimit } : {}) },
+  });
+  const { key } = await proAccount(server.db, 'kit@example.com');
+  // One attempt per call: a transient failure is the pipeline's to count, not the client's to hide.
+  const client = new Compresso(key, { baseUrl: server.url, maxRetries: 0 });
+  return { url: server.url, client, close: () => server.close() };
 }
