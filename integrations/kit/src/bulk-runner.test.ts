@@ -239,6 +239,29 @@ describe('bulk runner: pause, resume, cancel, quota (sqlite file)', () => {
     }
   });
 
+  it('an image a webhook is working on meanwhile is waited for, not done twice', async () => {
+    const s = await shop(3);
+    const db = await backend(sqlite);
+    try {
+      const webhook = s.worker(db, { optimizer: { owner: 'webhook' } });
+      // The webhook's worker holds the second image (and dies holding it: the lease must run out).
+      expect(
+        await webhook.optimizer.ledger.claim(s.site, s.ids[1]!, 'webhook', clock.now(), 60_000),
+      ).toBeDefined();
+      const worker = s.worker(db, { optimizer: { owner: 'bulk' } });
+      const { run } = await worker.start(s.site);
+      const before = clock.now();
+      const done = await worker.drive(run.id);
+      expect(done).toMatchObject({ state: 'completed', done: 3, failed: 0 });
+      expect(clock.now() - before).toBeGreaterThanOrEqual(60_000);
+      await expectEachOnce(s, db);
+      // And a webhook after the run (our own replacement's products/update) finds nothing to do.
+      for (const id of s.ids) expect((await webhook.optimizer.optimize(s.site, id)).kind).toBe('unchanged');
+    } finally {
+      await db.close();
+    }
+  });
+
   it('waits for the quota reset, says until when, and goes on by itself: nothing failed', async () => {
     const own = manualClock(Date.parse('2026-11-25T23:00:00.000Z'));
     const server = await startCompresso({ now: own.now, dailyLimit: 5 });

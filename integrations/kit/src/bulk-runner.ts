@@ -148,6 +148,11 @@ export function createBulkRunner(options: BulkRunnerOptions): BulkRunner {
     const both = signal ? AbortSignal.any([signal, controller.signal]) : controller.signal;
     local.set(id, controller);
     try {
+      const start = await hold(id);
+      if (start.total === null && port.countAssets) {
+        const total = await port.countAssets(start.site, { signal: both }).catch(() => undefined);
+        if (total !== undefined) await runs.setTotal(id, owner, total, clock.now());
+      }
       for (;;) {
         let run = await hold(id);
         let page: Awaited<ReturnType<PlatformPort['listAssets']>>;

@@ -15,6 +15,8 @@ export interface BulkRun {
   state: RunState;
   /** Where listing resumes: the cursor after the last page whose every asset was processed. */
   cursor: string | null;
+  /** Images on the site when the run started, if the platform can count them (null: unknown). */
+  total: number | null;
   /** Assets listed and processed (committed page by page, with the cursor). */
   done: number;
   optimized: number;
@@ -82,6 +84,8 @@ export interface RunStore {
     reason: string | null,
     now: number,
   ): Promise<boolean>;
+  /** Record the catalog's size, while `owner` holds the lease. */
+  setTotal(id: string, owner: string, total: number, now: number): Promise<boolean>;
   /** Running runs no worker holds (after a restart or a killed worker). */
   orphaned(now: number): Promise<BulkRun[]>;
   /** End a running run as `completed` or `failed`, while `owner` holds the lease. */
@@ -99,6 +103,7 @@ const toRun = (row: SqlRow): BulkRun => ({
   site: String(row.site),
   state: String(row.state) as RunState,
   cursor: strOrNull(row.cursor),
+  total: numOrNull(row.total),
   done: num(row.done),
   optimized: num(row.optimized),
   skipped: num(row.skipped),
@@ -187,6 +192,13 @@ export function runStore(db: Database): RunStore {
       const changed = await sql.run(
         'UPDATE kit_runs SET waiting_until = ?, waiting_reason = ?, updated_at = ? WHERE id = ? AND lease_owner = ?',
         [until, reason, now, id, owner],
+      );
+      return changed === 1;
+    },
+    async setTotal(id, owner, total, now) {
+      const changed = await sql.run(
+        'UPDATE kit_runs SET total = ?, updated_at = ? WHERE id = ? AND lease_owner = ?',
+        [total, now, id, owner],
       );
       return changed === 1;
     },
