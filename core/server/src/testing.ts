@@ -169,3 +169,7 @@ export function signupTokenFromLog(rawLog: string[]): string {
 
 /** The batch worker, for tests that run jobs against a test server's queue and blob store. */
 export { startBatchWorker } from './jobs/worker.ts';
+/** The account password hash the web pages store, for tests that seed an account with a password. */
+export { hashPassword } from './web/passwords.ts';
+/** A cookie-keeping HTTP client for the web pages (sign-in, forms with their CSRF tokens). */
+export { Browser } from './web/test-browser.ts';
