@@ -167,6 +167,17 @@ export function signupTokenFromLog(rawLog: string[]): string {
   return token;
 }
 
+/**
+ * A compress endpoint run by a hostile server (crafted Content-Disposition and X-Output-Format), for
+ * the clients' tests that they never write outside the folder they were given.
+ */
+export {
+  filesUnder,
+  HOSTILE_DISPOSITIONS,
+  HOSTILE_FORMATS,
+  type HostileServer,
+  startHostileServer,
+} from './hostile-server.ts';
 /** The batch worker, for tests that run jobs against a test server's queue and blob store. */
 export { startBatchWorker } from './jobs/worker.ts';
 /** The account password hash the web pages store, for tests that seed an account with a password. */
