@@ -211,3 +211,29 @@ export function planSources(
   if (promoPro) sources.push('promo');
   return sources;
 }
+
+const dayOf = (iso: string | null) => (iso ? iso.slice(0, 10) : 'an unknown date');
+
+/** The subscription's state in words, with the date that matters (renewal, end, grace). */
+export function describeSubscription(sub: SubscriptionRecord | null, now: string): string {
+  if (!sub) return 'No subscription.';
+  switch (sub.status) {
+    case 'active':
+      return sub.cancelAtPeriodEnd
+        ? `Cancelled: Pro until ${dayOf(sub.currentPeriodEnd)}, then the free plan.`
+        : `Active: renews on ${dayOf(sub.currentPeriodEnd)}.`;
+    case 'trialing':
+      return sub.cancelAtPeriodEnd
+        ? `Trial, cancelled: Pro until ${dayOf(sub.currentPeriodEnd)}.`
+        : `Trial: the first payment is on ${dayOf(sub.currentPeriodEnd)}.`;
+    case 'past_due':
+    case 'unpaid':
+      return sub.graceUntil && sub.graceUntil > now
+        ? `Payment failed: Pro stays until ${dayOf(sub.graceUntil)} while the payment is retried. Update the card in Manage billing.`
+        : 'Payment failed: the plan fell back to free. Update the card in Manage billing.';
+    case 'canceled':
+      return 'Ended.';
+    default:
+      return 'Not active: the first payment has not gone through.';
+  }
+}

@@ -14,6 +14,7 @@ export {
   type BillingCustomer,
   type BillingStore,
   type BillingView,
+  describeSubscription,
   entitles,
   type PlanSource,
   SUBSCRIPTION_STATUSES,

@@ -1,4 +1,4 @@
-import type { Account, BillingView, SubscriptionRecord } from '@compresso/runtime';
+import { type Account, type BillingView, describeSubscription } from '@compresso/runtime';
 import type express from 'express';
 import type { Request, Response } from 'express';
 import type { Billing } from '../billing/billing.ts';
@@ -6,32 +6,6 @@ import type { AccountPages } from './account-pages.ts';
 import { csrfInput } from './forms.ts';
 import { escapeHtml, page, sendPage } from './layout.ts';
 import { sessionOf, type WebSession } from './session.ts';
-
-const day = (iso: string | null) => (iso ? iso.slice(0, 10) : 'an unknown date');
-
-/** The subscription's state in words, with the date that matters (renewal, end, grace). */
-export function describeSubscription(sub: SubscriptionRecord | null, now: string): string {
-  if (!sub) return 'No subscription.';
-  switch (sub.status) {
-    case 'active':
-      return sub.cancelAtPeriodEnd
-        ? `Cancelled: Pro until ${day(sub.currentPeriodEnd)}, then the free plan.`
-        : `Active: renews on ${day(sub.currentPeriodEnd)}.`;
-    case 'trialing':
-      return sub.cancelAtPeriodEnd
-        ? `Trial, cancelled: Pro until ${day(sub.currentPeriodEnd)}.`
-        : `Trial: the first payment is on ${day(sub.currentPeriodEnd)}.`;
-    case 'past_due':
-    case 'unpaid':
-      return sub.graceUntil && sub.graceUntil > now
-        ? `Payment failed: Pro stays until ${day(sub.graceUntil)} while the payment is retried. Update the card in Manage billing.`
-        : 'Payment failed: the plan fell back to free. Update the card in Manage billing.';
-    case 'canceled':
-      return 'Ended.';
-    default:
-      return 'Not active: the first payment has not gone through.';
-  }
-}
 
 /** The account page's subscription panel. */
 export function billingSection(view: BillingView, csrf: string, now: string): string {
