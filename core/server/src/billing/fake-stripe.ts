@@ -255,6 +255,11 @@ export async function startFakeStripe(options: FakeStripeOptions): Promise<FakeS
   };
 
   const hosted = async (req: IncomingMessage, res: ServerResponse, path: string) => {
+    // What a browser asks every site for; Stripe's pages have one.
+    if (path === '/favicon.ico') {
+      res.writeHead(204);
+      return res.end();
+    }
     const pay = /^\/c\/pay\/([^/]+)$/.exec(path);
     if (pay) {
       const session = checkoutSessions.get(pay[1] ?? '');
