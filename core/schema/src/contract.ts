@@ -6,6 +6,8 @@ import {
   CreatedApiKeySchema,
   CreateKeyRequestSchema,
   HealthSchema,
+  OperatorAccountRequestSchema,
+  ProvisionedAccountSchema,
   ReadySchema,
   RevokedApiKeySchema,
   UrlBatchRequestSchema,
@@ -48,6 +50,7 @@ export const ROUTE_BODIES = {
   createJob: { json: UrlBatchRequestSchema, response: BatchJobSchema },
   getJob: { response: BatchJobSchema },
   getJobItem: {},
+  createOperatorAccount: { json: OperatorAccountRequestSchema, response: ProvisionedAccountSchema },
   openapi: { response: z.record(z.string(), z.unknown()).describe('OpenAPI 3.1.') },
   docs: {},
   healthz: { response: HealthSchema },
@@ -66,6 +69,8 @@ export const CONTRACT_SCHEMAS = {
   CreatedApiKey: CreatedApiKeySchema,
   ApiKeyList: ApiKeyListSchema,
   RevokedApiKey: RevokedApiKeySchema,
+  OperatorAccountRequest: OperatorAccountRequestSchema,
+  ProvisionedAccount: ProvisionedAccountSchema,
   Usage: UsageSchema,
   UrlBatchRequest: UrlBatchRequestSchema,
   BatchJob: BatchJobSchema,
@@ -85,7 +90,12 @@ export function schemaNameOf(schema: z.ZodType | undefined): ContractSchemaName 
 }
 
 /** Options are exported as input (what a client sends), everything else as output. */
-const INPUT_SCHEMAS = new Set<ContractSchemaName>(['CompressOptions', 'CreateKeyRequest', 'UrlBatchRequest']);
+const INPUT_SCHEMAS = new Set<ContractSchemaName>([
+  'CompressOptions',
+  'CreateKeyRequest',
+  'OperatorAccountRequest',
+  'UrlBatchRequest',
+]);
 
 export function contractJsonSchema(name: ContractSchemaName): Record<string, unknown> {
   const { $schema: _ignored, ...schema } = z.toJSONSchema(CONTRACT_SCHEMAS[name], {
