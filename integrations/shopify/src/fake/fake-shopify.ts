@@ -34,6 +34,8 @@ export interface FakeShopifyOptions {
   complianceUrl?: string;
   /** Versions the API answers; others are 404 as on Shopify. */
   apiVersions?: readonly string[];
+  /** The bucket's clock in ms (default performance.now): a test's virtual clock drives the refill. */
+  now?: () => number;
 }
 
 export type FileStatus = 'UPLOADED' | 'PROCESSING' | 'READY' | 'FAILED';
@@ -230,7 +232,7 @@ export class FakeShopify {
       email,
       tokens: new Map(),
       codes: new Map(),
-      bucket: new CostBucket(bucket.maximumAvailable, bucket.restoreRate),
+      bucket: new CostBucket(bucket.maximumAvailable, bucket.restoreRate, this.options.now),
     });
     return domain;
   }
@@ -238,7 +240,12 @@ export class FakeShopify {
   /** A product with images, as the merchant uploads them; sends products/create to subscribers. */
   async createProduct(
     shop: string,
-    input: { title: string; vendor?: string; images: { bytes: Buffer; filename: string; alt?: string }[] },
+    input: {
+      title: string;
+      vendor?: string;
+      productType?: string;
+      images: { bytes: Buffer | Uint8Array; filename: string; alt?: string | null }[];
+    },
   ): Promise<FakeProduct> {
     this.shopState(shop);
     const now = new Date().toISOString();
@@ -248,7 +255,7 @@ export class FakeShopify {
       title: input.title,
       handle: input.title.toLowerCase().replace(/[^a-z0-9]+/g, '-'),
       vendor: input.vendor ?? 'Fake Vendor',
-      productType: '',
+      productType: input.productType ?? '',
       mediaIds: [],
       createdAt: now,
       updatedAt: now,
@@ -261,7 +268,7 @@ export class FakeShopify {
         shop,
         filename: image.filename,
         mimeType: `image/${meta.format === 'jpeg' ? 'jpeg' : meta.format}`,
-        bytes: image.bytes,
+        bytes: Buffer.from(image.bytes),
         width: meta.width ?? 0,
         height: meta.height ?? 0,
         version: 1,
@@ -305,6 +312,16 @@ export class FakeShopify {
     return [...this.subscriptions.values()]
       .filter((s) => s.shop === shop)
       .map((s) => ({ topic: s.topic, callbackUrl: s.callbackUrl }));
+  }
+
+  /**
+   * An Admin API token for the shop without OAuth, as a store's own custom app gets one in the admin:
+   * for tests of the API side alone (the port battery).
+   */
+  grantToken(shop: string, scopes = 'write_products,write_files'): string {
+    const token = `shpat_${randomBytes(16).toString('hex')}`;
+    this.shopState(shop).tokens.set(token, scopes);
+    return token;
   }
 
   tokensOf(shop: string): string[] {
