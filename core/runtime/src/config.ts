@@ -105,6 +105,13 @@ export interface Config {
    */
   metricsToken: string | undefined;
   /**
+   * The server operator's token (COMPRESSO_ADMIN_TOKEN), at least 24 characters: authorizes the
+   * `operator` routes (POST /api/v1/operator/accounts, which the Shopify app calls to give each shop
+   * an account and key). Unset means those routes answer 404. Set it only on servers and the
+   * integrations' own servers, never in anything a browser loads; never logged.
+   */
+  adminToken: string | undefined;
+  /**
    * Batch items `compresso serve` works on itself, at once (COMPRESSO_WORKERS, `serve --workers`).
    * Default: 1 with the in-process queue (nothing else could run its jobs), 0 with REDIS_URL (run
    * `compresso worker` processes instead).
@@ -268,6 +275,7 @@ const ConfigSchema = z.object({
     .transform((v) => v === true || v === 'true' || v === '1')
     .optional(),
   metricsToken: z.string().min(16, 'expected at least 16 characters').max(512).optional(),
+  adminToken: z.string().min(24, 'expected at least 24 characters').max(512).optional(),
   workers: intFrom(0, 256).optional(),
   maxBatchItems: intFrom(1, 10_000).default(500),
   fetchTimeoutMs: intFrom(100, 600_000).default(30_000),
@@ -332,6 +340,7 @@ export const CONFIG_ENV: Record<keyof Config, string> = {
   s3SecretAccessKey: 'AWS_SECRET_ACCESS_KEY',
   s3ForcePathStyle: 'S3_FORCE_PATH_STYLE',
   metricsToken: 'METRICS_TOKEN',
+  adminToken: 'COMPRESSO_ADMIN_TOKEN',
   workers: 'COMPRESSO_WORKERS',
   maxBatchItems: 'COMPRESSO_MAX_BATCH_ITEMS',
   fetchTimeoutMs: 'COMPRESSO_FETCH_TIMEOUT_MS',
@@ -368,6 +377,7 @@ function withoutPassword(value: unknown): unknown {
 const BASE_SECRETS: ReadonlySet<string> = new Set([
   's3SecretAccessKey',
   'metricsToken',
+  'adminToken',
   'smtpUrl',
   'stripeSecretKey',
   'stripeWebhookSecret',
@@ -451,6 +461,7 @@ function finishBase(data: BaseData): Config {
     s3SecretAccessKey: data.s3SecretAccessKey,
     s3ForcePathStyle: data.s3ForcePathStyle ?? data.s3Endpoint !== undefined,
     metricsToken: data.metricsToken,
+    adminToken: data.adminToken,
     workers: data.workers,
     smtpUrl: data.smtpUrl,
     publicUrl: data.publicUrl?.replace(/\/+$/, ''),

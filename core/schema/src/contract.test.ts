@@ -98,7 +98,7 @@ describe('routes', () => {
     const seen = new Set(Object.values(API_ROUTES).map((r) => `${r.method} ${r.path}`));
     expect(seen.size).toBe(Object.keys(API_ROUTES).length);
     for (const route of Object.values(API_ROUTES)) {
-      expect(['key', 'none', 'optional']).toContain(route.auth);
+      expect(['key', 'none', 'optional', 'operator']).toContain(route.auth);
       expect(route.path).toMatch(/^\/[a-z0-9/{}._-]*$/);
     }
   });

@@ -28,6 +28,7 @@ import { createIdempotency, fingerprintOf } from './idempotency.ts';
 import { registerBatchRoutes } from './jobs/routes.ts';
 import { createMetrics, type Metrics, metricsEndpoint } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
+import { registerOperatorRoutes } from './operator.ts';
 import { routeRegistrar } from './routes.ts';
 import { createUploadBudget } from './upload-budget.ts';
 import { accountRouter } from './web/account.ts';
@@ -239,6 +240,8 @@ export function createApp(deps: AppDeps): express.Express {
     idempotency,
     authNoCount: requireApiKey({ db, config, logger, now }, { count: false }),
   });
+
+  registerOperatorRoutes(routes, { db, logger, adminToken: config.adminToken });
 
   routes.add('usage', auth, (_req, res) => {
     const state = authOf(res);
