@@ -178,6 +178,8 @@ export function signupTokenFromLog(rawLog: string[]): string {
   return token;
 }
 
+/** A loopback fake of Stripe's API and hosted pages, for tests of paid plans. */
+export { type FakeStripe, type FakeStripeOptions, startFakeStripe } from './billing/fake-stripe.ts';
 /**
  * A compress endpoint run by a hostile server (crafted Content-Disposition and X-Output-Format), for
  * the clients' tests that they never write outside the folder they were given.
@@ -189,8 +191,6 @@ export {
   type HostileServer,
   startHostileServer,
 } from './hostile-server.ts';
-/** A loopback fake of Stripe's API and hosted pages, for tests of paid plans. */
-export { type FakeStripe, type FakeStripeOptions, startFakeStripe } from './billing/fake-stripe.ts';
 /** The batch worker, for tests that run jobs against a test server's queue and blob store. */
 export { startBatchWorker } from './jobs/worker.ts';
 /** The account password hash the web pages store, for tests that seed an account with a password. */
