@@ -1,4 +1,5 @@
 export { type FixtureImage, fixtureImage } from './fixtures.ts';
+export { createFolderPlatform, type FolderPlatform, type FolderPlatformOptions } from './folder-platform.ts';
 export { type ManualClock, manualClock } from './manual-clock.ts';
 export {
   createMemoryPlatform,
