@@ -262,6 +262,35 @@ describe('bulk runner: pause, resume, cancel, quota (sqlite file)', () => {
     }
   });
 
+  it('rides out a blob store outage mid-run: waits, goes on from the last committed page, counts each image once', async () => {
+    const s = await shop(7);
+    const db = await backend(sqlite);
+    try {
+      const blobs = newBlobs();
+      let puts = 0;
+      // The 3rd and 4th writes (the second image's backup, then its retry) meet an outage, as the
+      // runtime reports one: a CompressoError-like SERVICE_UNAVAILABLE.
+      const flaky = {
+        ...blobs,
+        put: async (...args: Parameters<typeof blobs.put>) => {
+          if (++puts === 3 || puts === 4)
+            throw Object.assign(new Error('blob store unreachable'), { code: 'SERVICE_UNAVAILABLE' });
+          return blobs.put(...args);
+        },
+      };
+      const worker = s.worker(db, { optimizer: { backups: backupStore({ blobs: flaky }) } });
+      const { run } = await worker.start(s.site);
+      const before = clock.now();
+      const done = await worker.drive(run.id);
+      expect(done).toMatchObject({ state: 'completed', done: 7, failed: 0 });
+      expect(done.optimized + done.skipped).toBe(7);
+      expect(clock.now() - before).toBeGreaterThanOrEqual(2000 + 4000); // two waits, backing off
+      await expectEachOnce(s, db);
+    } finally {
+      await db.close();
+    }
+  });
+
   it('waits for the quota reset, says until when, and goes on by itself: nothing failed', async () => {
     const own = manualClock(Date.parse('2026-11-25T23:00:00.000Z'));
     const server = await startCompresso({ now: own.now, dailyLimit: 5 });

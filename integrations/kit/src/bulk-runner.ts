@@ -55,6 +55,10 @@ export interface BulkRunner {
 
 class Stop extends Error {}
 
+/** The runtime's answer when its database or blob store cannot be reached. */
+const isOutage = (error: unknown) =>
+  error instanceof Error && (error as { code?: unknown }).code === 'SERVICE_UNAVAILABLE';
+
 export function createBulkRunner(options: BulkRunnerOptions): BulkRunner {
   const { port, optimizer } = options;
   const runs = runStore(options.db);
@@ -143,6 +147,40 @@ export function createBulkRunner(options: BulkRunnerOptions): BulkRunner {
     }
   }
 
+  /** One page of the run: listed, each asset worked, committed. True when the run has ended. */
+  async function onePage(id: string, both: AbortSignal, signal: AbortSignal | undefined): Promise<boolean> {
+    let run = await hold(id);
+    let page: Awaited<ReturnType<PlatformPort['listAssets']>>;
+    try {
+      page = await port.listAssets(run.site, { cursor: run.cursor, limit: pageSize, signal: both });
+    } catch (error) {
+      if (both.aborted) throw new Stop();
+      if (isPlatformError(error) && error.retryable) {
+        await wait(id, error.retryAfterMs ?? 5000, both);
+        return false;
+      }
+      const message = isPlatformError(error) ? `${error.code}: ${error.message}` : String(error);
+      await runs.finish(id, owner, 'failed', `listing: ${message}`, clock.now());
+      return true;
+    }
+    const counts = { ...ZERO_COUNTS };
+    for (const asset of page.assets) {
+      run = await hold(id); // also sees a pause or cancel: claim only holds a running run
+      if (both.aborted) throw new Stop();
+      await work(run, asset, counts, both, signal);
+    }
+    // The page is done: its counts and the next cursor in one statement. A driver killed before
+    // this line leaves the old cursor, and the next driver's pass over the page finds every
+    // asset already settled in the ledger (counted from it, compressed nowhere).
+    await runs.commitPage(id, owner, page.cursor, counts, clock.now());
+    await options.onProgress?.({ type: 'page', run: (await runs.get(id))! });
+    if (page.cursor === null) {
+      await runs.finish(id, owner, 'completed', null, clock.now());
+      return true;
+    }
+    return false;
+  }
+
   async function drive(id: string, { signal }: { signal?: AbortSignal } = {}): Promise<BulkRun> {
     const controller = new AbortController();
     const both = signal ? AbortSignal.any([signal, controller.signal]) : controller.signal;
@@ -153,42 +191,29 @@ export function createBulkRunner(options: BulkRunnerOptions): BulkRunner {
         const total = await port.countAssets(start.site, { signal: both }).catch(() => undefined);
         if (total !== undefined) await runs.setTotal(id, owner, total, clock.now());
       }
+      let outages = 0;
       for (;;) {
-        let run = await hold(id);
-        let page: Awaited<ReturnType<PlatformPort['listAssets']>>;
         try {
-          page = await port.listAssets(run.site, { cursor: run.cursor, limit: pageSize, signal: both });
+          if (await onePage(id, both, signal)) break;
+          outages = 0;
         } catch (error) {
+          // The database or blob store went away (an outage, SERVICE_UNAVAILABLE): wait and pick the
+          // run up again from its last committed page, instead of dropping it. Anything else is a bug.
+          if (error instanceof Stop) throw error;
           if (both.aborted) throw new Stop();
-          if (isPlatformError(error) && error.retryable) {
-            await wait(id, error.retryAfterMs ?? 5000, both);
-            continue;
-          }
-          const message = isPlatformError(error) ? `${error.code}: ${error.message}` : String(error);
-          await runs.finish(id, owner, 'failed', `listing: ${message}`, clock.now());
-          break;
-        }
-        const counts = { ...ZERO_COUNTS };
-        for (const asset of page.assets) {
-          run = await hold(id); // also sees a pause or cancel: claim only holds a running run
-          if (both.aborted) throw new Stop();
-          await work(run, asset, counts, both, signal);
-        }
-        // The page is done: its counts and the next cursor in one statement. A driver killed before
-        // this line leaves the old cursor, and the next driver's pass over the page finds every
-        // asset already settled in the ledger (counted from it, compressed nowhere).
-        await runs.commitPage(id, owner, page.cursor, counts, clock.now());
-        await options.onProgress?.({ type: 'page', run: (await runs.get(id))! });
-        if (page.cursor === null) {
-          await runs.finish(id, owner, 'completed', null, clock.now());
-          break;
+          if (!isOutage(error)) throw error;
+          outages++;
+          await clock.sleep(Math.min(30_000, 1000 * 2 ** outages), both).catch(() => {
+            throw new Stop();
+          });
         }
       }
     } catch (error) {
       if (!(error instanceof Stop)) throw error;
     } finally {
       local.delete(id);
-      await runs.release(id, owner);
+      // During an outage the release fails too; the lease then runs out by itself.
+      await runs.release(id, owner).catch(() => {});
     }
     const final = (await runs.get(id))!;
     await options.onProgress?.({ type: 'stopped', run: final });
