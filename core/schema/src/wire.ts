@@ -4,6 +4,7 @@
  * follows the table with no runtime dependency. Everything here is also exported by the package's
  * main entry.
  */
+export { BODY_MEMBERS, type BodyName } from './body-members.ts';
 export {
   AI_MODELS,
   AI_PROVIDERS,
