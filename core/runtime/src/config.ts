@@ -147,6 +147,33 @@ export interface Config {
    * trusted X-Forwarded-For is one any client could write otherwise.
    */
   trustProxy: number | string[] | false;
+  /**
+   * Which AI provider does generation and generative edits (COMPRESSO_AI_PROVIDER): openai or
+   * replicate. Default: openai when OPENAI_API_KEY is set, else replicate when REPLICATE_API_TOKEN
+   * is; with neither, the AI routes that need one answer 501 PROVIDER_NOT_CONFIGURED.
+   */
+  aiProvider: 'openai' | 'replicate' | undefined;
+  /** Key of an OpenAI-compatible API (OPENAI_API_KEY), the name that ecosystem uses. Never logged. */
+  openaiApiKey: string | undefined;
+  /** Its base URL (OPENAI_BASE_URL), with the /v1: any OpenAI-compatible images and chat API. */
+  openaiBaseUrl: string;
+  /** Replicate's API token (REPLICATE_API_TOKEN). Never logged. */
+  replicateApiToken: string | undefined;
+  /** Replicate's API base (REPLICATE_BASE_URL), with the /v1. */
+  replicateBaseUrl: string;
+  /** Longest a provider call may take, polling included, in ms (COMPRESSO_AI_TIMEOUT_MS). */
+  aiTimeoutMs: number;
+  /**
+   * The provider's model for each of our generation models (COMPRESSO_AI_MODEL_FAST, _PHOTO,
+   * _DESIGN, _ICON), for generative edits (COMPRESSO_AI_EDIT_MODEL) and for alt text
+   * (COMPRESSO_AI_VISION_MODEL); unset means the adapter's default (server README, "AI").
+   */
+  aiModelFast: string | undefined;
+  aiModelPhoto: string | undefined;
+  aiModelDesign: string | undefined;
+  aiModelIcon: string | undefined;
+  aiEditModel: string | undefined;
+  aiVisionModel: string | undefined;
 }
 
 const intFrom = (min: number, max: number) =>
@@ -203,6 +230,12 @@ const trustProxySchema = z
     }
     return entries;
   });
+
+/** A provider's model id: `gpt-image-1`, `black-forest-labs/flux-schnell`, `owner/name:version`. */
+const aiModelName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/, 'expected a model id such as gpt-image-1 or owner/name')
+  .optional();
 
 const ConfigSchema = z.object({
   port: intFrom(0, 65_535).default(3000),
@@ -271,6 +304,22 @@ const ConfigSchema = z.object({
     .transform((v) => v === true || v === 'true' || v === '1')
     .optional(),
   trustProxy: trustProxySchema.default(false),
+  aiProvider: z.enum(['openai', 'replicate'], { error: 'expected openai or replicate' }).optional(),
+  openaiApiKey: z.string().min(1).max(512).optional(),
+  openaiBaseUrl: z
+    .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+    .default('https://api.openai.com/v1'),
+  replicateApiToken: z.string().min(1).max(512).optional(),
+  replicateBaseUrl: z
+    .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+    .default('https://api.replicate.com/v1'),
+  aiTimeoutMs: intFrom(1000, 600_000).default(120_000),
+  aiModelFast: aiModelName,
+  aiModelPhoto: aiModelName,
+  aiModelDesign: aiModelName,
+  aiModelIcon: aiModelName,
+  aiEditModel: aiModelName,
+  aiVisionModel: aiModelName,
 });
 
 /** Environment variable behind each config field, for error messages and docs. */
@@ -313,6 +362,18 @@ export const CONFIG_ENV: Record<keyof Config, string> = {
   publicUrl: 'COMPRESSO_PUBLIC_URL',
   cookieSecure: 'COMPRESSO_COOKIE_SECURE',
   trustProxy: 'TRUST_PROXY',
+  aiProvider: 'COMPRESSO_AI_PROVIDER',
+  openaiApiKey: 'OPENAI_API_KEY',
+  openaiBaseUrl: 'OPENAI_BASE_URL',
+  replicateApiToken: 'REPLICATE_API_TOKEN',
+  replicateBaseUrl: 'REPLICATE_BASE_URL',
+  aiTimeoutMs: 'COMPRESSO_AI_TIMEOUT_MS',
+  aiModelFast: 'COMPRESSO_AI_MODEL_FAST',
+  aiModelPhoto: 'COMPRESSO_AI_MODEL_PHOTO',
+  aiModelDesign: 'COMPRESSO_AI_MODEL_DESIGN',
+  aiModelIcon: 'COMPRESSO_AI_MODEL_ICON',
+  aiEditModel: 'COMPRESSO_AI_EDIT_MODEL',
+  aiVisionModel: 'COMPRESSO_AI_VISION_MODEL',
 };
 
 export class ConfigError extends Error {
@@ -333,7 +394,13 @@ function withoutPassword(value: unknown): unknown {
 }
 
 /** Base fields whose value never appears in a config error. */
-const BASE_SECRETS: ReadonlySet<string> = new Set(['s3SecretAccessKey', 'metricsToken', 'smtpUrl']);
+const BASE_SECRETS: ReadonlySet<string> = new Set([
+  's3SecretAccessKey',
+  'metricsToken',
+  'smtpUrl',
+  'openaiApiKey',
+  'replicateApiToken',
+]);
 
 /**
  * One setting an app adds to the base configuration: the environment variable it is read from, the
@@ -369,6 +436,13 @@ export type AppConfigLoader<F extends ConfigFields> = (
 ) => Config & ConfigValues<F>;
 
 const BASE_RULES: ConfigRule<Config>[] = [
+  (config, source) => {
+    if (config.aiProvider === 'openai' && !config.openaiApiKey)
+      return [`${source('aiProvider')}: openai needs ${source('openaiApiKey')}`];
+    if (config.aiProvider === 'replicate' && !config.replicateApiToken)
+      return [`${source('aiProvider')}: replicate needs ${source('replicateApiToken')}`];
+    return [];
+  },
   (config, source) =>
     config.uploadMemoryBytes < config.maxUploadBytes
       ? [
@@ -406,6 +480,17 @@ function finishBase(data: BaseData): Config {
     smtpUrl: data.smtpUrl,
     publicUrl: data.publicUrl?.replace(/\/+$/, ''),
     cookieSecure: data.cookieSecure,
+    aiProvider: data.aiProvider,
+    openaiApiKey: data.openaiApiKey,
+    openaiBaseUrl: data.openaiBaseUrl.replace(/\/+$/, ''),
+    replicateApiToken: data.replicateApiToken,
+    replicateBaseUrl: data.replicateBaseUrl.replace(/\/+$/, ''),
+    aiModelFast: data.aiModelFast,
+    aiModelPhoto: data.aiModelPhoto,
+    aiModelDesign: data.aiModelDesign,
+    aiModelIcon: data.aiModelIcon,
+    aiEditModel: data.aiEditModel,
+    aiVisionModel: data.aiVisionModel,
   };
 }
 
