@@ -10,10 +10,13 @@ import {
   OUTPUT_FORMATS,
   RESULT_HEADERS,
   resultClientName,
+  type AltTextResult as SchemaAltTextResult,
   type ApiKey as SchemaApiKey,
   type BatchItem as SchemaBatchItem,
   type BatchJob as SchemaBatchJob,
   type CreatedApiKey as SchemaCreatedApiKey,
+  type EditOperation as SchemaEditOperation,
+  type ImageFacts as SchemaImageFacts,
   type InfoResult as SchemaInfoResult,
   type InputFormat as SchemaInputFormat,
   type OutputFormat as SchemaOutputFormat,
@@ -36,9 +39,12 @@ import {
 } from './index.ts';
 import { EXTENSIONS } from './output.ts';
 import type {
+  AltTextResult,
   ApiKey,
   CompressResult,
   CreatedApiKey,
+  EditOperation,
+  ImageFacts,
   ImageOptions,
   InfoResult,
   InputFormat,
@@ -89,6 +95,9 @@ const apiKeyMatches: Equal<ApiKey, CamelObject<SchemaApiKey>> = true;
 const createdKeyMatches: Equal<CreatedApiKey, CamelObject<SchemaCreatedApiKey>> = true;
 const revokedKeyMatches: Equal<RevokedApiKey, CamelObject<SchemaRevokedApiKey>> = true;
 const jobMembersMatch: Equal<keyof Job, Camel<keyof SchemaBatchJob & string>> = true;
+const editOperationMatches: Equal<EditOperation, SchemaEditOperation> = true;
+const imageFactsMatch: Equal<ImageFacts, CamelObject<SchemaImageFacts>> = true;
+const altTextMembersMatch: Equal<keyof AltTextResult, keyof SchemaAltTextResult> = true;
 const jobProgressMatches: Equal<JobProgress, CamelObject<SchemaBatchJob['progress']>> = true;
 const jobItemMembersMatch: Equal<
   keyof JobItem,
@@ -156,6 +165,10 @@ describe('the client follows @compresso/schema', () => {
       jobItemMembersMatch,
     ]).toEqual([true, true, true, true, true, true, true]);
     expect(bodyListsMatch.every(Boolean)).toBe(true);
+  });
+
+  it('the AI bodies are the schema’s: edit operations exactly, alt text camelCased (types above)', () => {
+    expect([editOperationMatches, imageFactsMatch, altTextMembersMatch]).toEqual([true, true, true]);
   });
 
   it('every client-side code of the table has its class, and the client throws no code outside the tables', () => {
