@@ -89,6 +89,25 @@ export function describeBillingStoreBattery(name: string, open: OpenDatabase): v
     );
 
     it(
+      'the same event delivered five times at once is applied once',
+      withDb(async (db) => {
+        const billing = billingStore(db);
+        const a = await createAccount(db, 'a@example.com');
+        const input = {
+          eventId: 'evt_burst',
+          eventType: 'customer.subscription.created',
+          eventAt: sec(0),
+          now: at(0),
+          graceMs: DAY,
+          snapshot: snapshot(a.id),
+        };
+        const outcomes = await Promise.all(Array.from({ length: 5 }, () => billing.applySubscription(input)));
+        expect(outcomes.sort()).toEqual(['applied', 'duplicate', 'duplicate', 'duplicate', 'duplicate']);
+        expect(await plan(db, a.id)).toBe('pro');
+      }),
+    );
+
+    it(
       'an event older than the last applied one is stale and changes nothing (reordered delivery)',
       withDb(async (db) => {
         const billing = billingStore(db);
