@@ -50,7 +50,6 @@ import type {
   ImageOptions,
   InfoOptions,
   InfoResult,
-  InputFormat,
   Job,
   OutputFormat,
   RequestOptions,

@@ -1,5 +1,24 @@
 import { z } from 'zod';
 import {
+  AltTextFormSchema,
+  AltTextResultSchema,
+  EditFormSchema,
+  EditOperationSchema,
+  GenerateRequestSchema,
+  ImageFactsSchema,
+} from './ai-bodies.ts';
+import {
+  AI_MODELS,
+  AI_PROVIDERS,
+  ALT_TEXT_MAX,
+  ALT_TEXT_SOURCES,
+  DEFAULT_AI_MODEL,
+  DEFAULT_ASPECT_RATIO,
+  EDIT_OPERATION_KINDS,
+  INSTRUCTION_MAX,
+  PROMPT_MAX,
+} from './ai-table.ts';
+import {
   ApiKeyListSchema,
   ApiKeySchema,
   BatchJobSchema,
@@ -33,6 +52,11 @@ export interface RouteBodies {
   json?: z.ZodType;
   /** The JSON body of a success, when it is JSON. */
   response?: z.ZodType;
+  /**
+   * The text fields of a multipart (`image-form`) request beside its `file` part, when they are not
+   * the CompressOptions.
+   */
+  form?: z.ZodObject;
 }
 
 /**
@@ -76,6 +100,12 @@ export const CONTRACT_SCHEMAS = {
   BatchJob: BatchJobSchema,
   Health: HealthSchema,
   Ready: ReadySchema,
+  GenerateRequest: GenerateRequestSchema,
+  EditForm: EditFormSchema,
+  EditOperation: EditOperationSchema,
+  AltTextForm: AltTextFormSchema,
+  AltTextResult: AltTextResultSchema,
+  ImageFacts: ImageFactsSchema,
 } as const;
 
 export type ContractSchemaName = keyof typeof CONTRACT_SCHEMAS;
@@ -95,6 +125,9 @@ const INPUT_SCHEMAS = new Set<ContractSchemaName>([
   'CreateKeyRequest',
   'OperatorAccountRequest',
   'UrlBatchRequest',
+  'GenerateRequest',
+  'EditForm',
+  'AltTextForm',
 ]);
 
 export function contractJsonSchema(name: ContractSchemaName): Record<string, unknown> {
@@ -129,6 +162,8 @@ export function contractDocument(): Record<string, unknown> {
           ...API_ROUTES[id],
           json_request: schemaNameOf(bodies.json) ?? null,
           json_response: schemaNameOf(bodies.response) ?? null,
+          form_fields:
+            schemaNameOf(bodies.form) ?? (API_ROUTES[id].request === 'image-form' ? 'CompressOptions' : null),
         },
       ];
     }),
@@ -158,6 +193,17 @@ export function contractDocument(): Record<string, unknown> {
     input_extensions: INPUT_EXTENSIONS,
     file_extensions: FILE_EXTENSIONS,
     mime_types: MIME_TYPES,
+    ai: {
+      models: AI_MODELS,
+      providers: AI_PROVIDERS,
+      default_model: DEFAULT_AI_MODEL,
+      default_aspect_ratio: DEFAULT_ASPECT_RATIO,
+      prompt_max: PROMPT_MAX,
+      instruction_max: INSTRUCTION_MAX,
+      alt_text_max: ALT_TEXT_MAX,
+      alt_text_sources: ALT_TEXT_SOURCES,
+      edit_operations: EDIT_OPERATION_KINDS,
+    },
     default_quality: DEFAULT_QUALITY,
     max_dimension_limit: MAX_DIMENSION_LIMIT,
   };

@@ -1,4 +1,19 @@
 export {
+  type AltTextForm,
+  AltTextFormSchema,
+  type AltTextResult,
+  AltTextResultSchema,
+  type EditForm,
+  EditFormSchema,
+  type EditOperation,
+  EditOperationSchema,
+  type GenerateRequest,
+  GenerateRequestSchema,
+  type ImageFacts,
+  ImageFactsSchema,
+  ORIENTATIONS,
+} from './ai-bodies.ts';
+export {
   type ApiKey,
   type ApiKeyList,
   ApiKeyListSchema,

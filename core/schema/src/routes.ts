@@ -35,6 +35,8 @@ export interface RouteSpec {
   resultHeaders?: 'all' | readonly string[];
   /** Counted against the daily quota. */
   counted?: boolean;
+  /** API_HEADERS a success carries besides the rate and result headers: name → always sent. */
+  headers?: Readonly<Partial<Record<ApiHeaderName, boolean>>>;
 }
 
 /**
@@ -186,6 +188,33 @@ export const API_HEADERS = {
     description: 'Always "false" where sent: retrying before the quota or limit resets cannot succeed.',
   },
   Location: { type: 'string', description: 'The URL of the resource created.' },
+  'X-Ai-Provider': {
+    type: 'string',
+    description: 'The provider that did the generative work: openai or replicate (absent when none did).',
+  },
+  'X-Ai-Model': { type: 'string', description: "The provider's model that did it, e.g. gpt-image-1." },
+  'X-Aspect-Ratio': {
+    type: 'string',
+    description: "The aspect ratio generated: the model's supported ratio nearest to the one asked for.",
+  },
+  'X-Aspect-Ratio-Requested': {
+    type: 'string',
+    description: 'The aspect ratio asked for, sent when the model could not make it exactly.',
+  },
+  'X-Edit-Operations': {
+    type: 'string',
+    description:
+      'JSON array of the operations applied, in order (EditOperation objects: {"op":"resize","width":800}, …); non-ASCII characters as \\u escapes.',
+  },
+  'X-Edit-Unrecognized': {
+    type: 'string',
+    description: 'JSON array of the words of the instruction that were not understood (and not applied).',
+  },
+  'X-Edit-Generated': {
+    type: 'string',
+    description:
+      'JSON array of the phrases of the instruction a generative provider carried out (e.g. "remove the background"), when any.',
+  },
 } as const satisfies Record<string, { type: 'string' | 'integer'; description: string }>;
 
 export type ApiHeaderName = keyof typeof API_HEADERS;

@@ -18,6 +18,8 @@ import {
 import { CompressoError, CreateKeyRequestSchema, fieldProblems, KEY_NAME_MAX } from '@compresso/schema';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { authOf, requireApiKey } from './auth.ts';
+import { type Billing, type BillingOptions, createBilling } from './billing/billing.ts';
+import { stripeWebhookRouter } from './billing/webhook.ts';
 import { optimizeUpload, readImageUpload, sendCompressed, setInfoHeaders } from './compress-response.ts';
 import { docsContent } from './docs.ts';
 import { errorHandler, sendError } from './errors.ts';
@@ -56,6 +58,12 @@ export interface AppDeps {
    * in-memory SQLite store serves this app alone: exact within the process, not across processes.
    */
   idempotency?: IdempotencyStore;
+  /**
+   * Paid Pro through Stripe (with the STRIPE_* settings): made here from the config when not given;
+   * `billingOptions` points it elsewhere (the tests' fake of Stripe's API).
+   */
+  billing?: Billing;
+  billingOptions?: BillingOptions;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -250,8 +258,11 @@ export function createApp(deps: AppDeps): express.Express {
     });
   });
 
+  // Before the web routers: Stripe's deliveries carry no session, and their raw body must stay unparsed.
+  const billing = deps.billing ?? createBilling({ db, logger, config, now }, deps.billingOptions);
+  if (billing) app.use(stripeWebhookRouter(billing, logger));
   // First of the web routers: its session middleware sets res.locals.session for the ones after it.
-  app.use(accountRouter({ db, logger, config, now }));
+  app.use(accountRouter({ db, logger, config, now, ...(billing ? { billing } : {}) }));
   app.use(compressorRouter({ engine, db, logger, config, uploadLimits, now }));
   // After the session middleware, so the reference's navigation shows who is signed in.
   const docsBody = docsContent(document);

@@ -97,6 +97,7 @@ export const CODES_OUTSIDE_OPERATIONS: Partial<Record<ErrorCode, string>> = {
   METHOD_NOT_ALLOWED: 'any path of the table, for a method it does not answer (405 with Allow): see info',
   PROVIDER_NOT_CONFIGURED: 'reserved for the AI routes to come; no route answers it yet',
   PROVIDER_ERROR: 'reserved for the AI routes to come; no route answers it yet',
+  PROVIDER_TIMEOUT: 'reserved for the AI routes to come; no route answers it yet',
 };
 
 /** What each route of the table means, in words; the rest of its operation comes from the table. */
