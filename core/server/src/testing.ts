@@ -183,6 +183,16 @@ export function signupTokenFromLog(rawLog: string[]): string {
   return token;
 }
 
+export {
+  type FakeProvider,
+  type FakeRequest,
+  fakeOpenAi,
+  fakeReplicate,
+  gradientPng,
+  type OpenAiFakeMode,
+  type ReplicateFakeMode,
+} from './ai/fakes.ts';
+export { replicateProvider } from './ai/replicate.ts';
 /** A loopback fake of Stripe's API and hosted pages, for tests of paid plans. */
 export { type FakeStripe, type FakeStripeOptions, startFakeStripe } from './billing/fake-stripe.ts';
 /**
@@ -196,16 +206,6 @@ export {
   type HostileServer,
   startHostileServer,
 } from './hostile-server.ts';
-export {
-  type FakeProvider,
-  type FakeRequest,
-  fakeOpenAi,
-  fakeReplicate,
-  gradientPng,
-  type OpenAiFakeMode,
-  type ReplicateFakeMode,
-} from './ai/fakes.ts';
-export { replicateProvider } from './ai/replicate.ts';
 /** The batch worker, for tests that run jobs against a test server's queue and blob store. */
 export { startBatchWorker } from './jobs/worker.ts';
 /** The account password hash the web pages store, for tests that seed an account with a password. */
