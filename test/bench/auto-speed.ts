@@ -227,15 +227,17 @@ const groups = kinds.flatMap((kind) =>
     .filter((g) => g.of.length),
 );
 const table = groups.map((g) => ({ kind: g.kind, format: g.format, ...summarise(g.of) }));
-const perFormat = formats.map((format) => ({
-  format,
-  ...summarise(rows.filter((r) => r.format === format)),
-}));
+const perFormat = formats
+  .filter((format) => rows.some((r) => r.format === format))
+  .map((format) => ({
+    format,
+    ...summarise(rows.filter((r) => r.format === format)),
+  }));
 const overall = summarise(rows);
 
 const cpuRatio = (r: number) => (Number.isFinite(r) ? `${r.toFixed(2)}×` : '—');
 const lines = [
-  `## Quality "auto": cost as a ratio to one fixed-quality encode, before and after the predictor`,
+  `## Quality "auto": cost as a ratio to one fixed-quality encode, before and after`,
   '',
   `${new Date().toISOString().slice(0, 10)}; before: ${values['before-engine'] ?? 'this engine without the predictor'}; ${new Set(rows.map((r) => r.name)).size} images (at most ${perKind} per kind, the bench's subset), resized to fit ${maxDimension} px; per image and format the median of ${reps} alternating runs of fixed Q80 and auto after (${beforeReps} of auto before), one image at a time in one process. Ratio = auto time ÷ fixed time of the same image (the mean over the images of a row; images per second at auto = images per second at the fixed quality ÷ ratio). CPU ratio = the same with the process's CPU time (main, libvips and metric threads), which other work on a shared machine moves much less than wall-clock time, and which is what several images in flight (the bench) pay. Score: SSIMULACRA2 auto reports for its output. ${merged ? `Merged from ${merged.length} runs made side by side (${merged.map((m) => m.formats?.join(',') ?? '?').join(' | ')}).` : `${((Date.now() - started) / 1000).toFixed(0)} s.`}`,
   '',
