@@ -7,7 +7,6 @@ import {
   type Database,
   type JobQueue,
   type Logger,
-  openIdempotencyStore,
   type ProcessContext,
   type QueueWorker,
   startProcess,
@@ -100,10 +99,6 @@ async function serve(context: ProcessContext): Promise<ServerParts> {
       'COMPRESSO_WORKERS=0 (--workers 0) needs REDIS_URL and `compresso worker` processes: with the in-process queue, batch jobs would never run.',
     );
   }
-  // Beside the database (same file or schema), its own table: the first answers to Idempotency-Key.
-  // Opened before the engine, so it closes after it (closers run in reverse).
-  const idempotency = await openIdempotencyStore(config);
-  onClose('idempotency store', () => idempotency.close());
   const engine = createEngine({
     limits: { maxInputBytes: config.maxUploadBytes },
     ...(config.concurrency ? { concurrency: config.concurrency } : {}),
@@ -116,7 +111,7 @@ async function serve(context: ProcessContext): Promise<ServerParts> {
   const metrics = createMetrics({ engine, queue, logger });
   onClose('queue metrics', metrics.watchQueue(queue));
   onClose('queue log', logQueueErrors(queue, logger));
-  const app = createApp({ engine, db, logger, config, queue, blobs, metrics, idempotency });
+  const app = createApp({ engine, db, logger, config, queue, blobs, metrics });
   const server = createHttpServer(app, config);
   try {
     await new Promise<void>((resolve, reject) => {

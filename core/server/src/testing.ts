@@ -59,7 +59,7 @@ export async function startTestServer(
     blobs?: BlobStore;
     /** The app's clock (quota day, throttle windows; see AppDeps.now); the system clock when not given. */
     now?: () => Date;
-    /** Where Idempotency-Key answers are kept; an in-memory store of this app's own when not given. */
+    /** Where Idempotency-Key answers are kept; the test database's own (`db.idempotency`) when not given. */
     idempotency?: IdempotencyStore;
   } = { dbPath: ':memory:' },
 ): Promise<TestServer> {
