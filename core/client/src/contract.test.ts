@@ -127,6 +127,8 @@ const CLASS_BY_STATUS: Record<number, unknown> = {
 const CLASS_BY_CODE: Record<string, unknown> = {
   URL_FETCH_FAILED: BadRequestError,
   IDEMPOTENCY_KEY_REUSED: BadRequestError,
+  CONTENT_POLICY_VIOLATION: BadRequestError,
+  INSTRUCTION_NOT_UNDERSTOOD: BadRequestError,
 };
 
 describe('the client follows @compresso/schema', () => {

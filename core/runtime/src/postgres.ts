@@ -1,3 +1,4 @@
+import { BILLING_MIGRATIONS } from './billing.ts';
 import { checkMigrationSet, type Database, type MigrationSet } from './database.ts';
 import { postgresIdempotencyStore } from './idempotency-store.ts';
 import { postgresAccountStore } from './postgres/accounts.ts';
@@ -35,7 +36,8 @@ export interface PostgresOptions {
  */
 export function postgresDatabase(options: PostgresOptions): Database {
   const conn = openPostgresConnection(options);
-  const sets: MigrationSet[] = [];
+  // Every Database carries the billing tables (paid plans), under their own namespace and versions.
+  const sets: MigrationSet[] = [BILLING_MIGRATIONS];
   let closed: Promise<void> | undefined;
   const database: Database = {
     kind: 'postgres',

@@ -17,6 +17,8 @@ import {
 import { CompressoError, CreateKeyRequestSchema, fieldProblems, KEY_NAME_MAX } from '@compresso/schema';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { authOf, requireApiKey } from './auth.ts';
+import { type Billing, type BillingOptions, createBilling } from './billing/billing.ts';
+import { stripeWebhookRouter } from './billing/webhook.ts';
 import { optimizeUpload, readImageUpload, sendCompressed, setInfoHeaders } from './compress-response.ts';
 import { docsContent } from './docs.ts';
 import { errorHandler, sendError } from './errors.ts';
@@ -25,6 +27,7 @@ import { createIdempotency, fingerprintOf } from './idempotency.ts';
 import { registerBatchRoutes } from './jobs/routes.ts';
 import { createMetrics, type Metrics, metricsEndpoint } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
+import { registerOperatorRoutes } from './operator.ts';
 import { routeRegistrar } from './routes.ts';
 import { createUploadBudget } from './upload-budget.ts';
 import { accountRouter } from './web/account.ts';
@@ -54,6 +57,12 @@ export interface AppDeps {
    * own store (`db.idempotency`, exact across every process on it) when not given.
    */
   idempotency?: IdempotencyStore;
+  /**
+   * Paid Pro through Stripe (with the STRIPE_* settings): made here from the config when not given;
+   * `billingOptions` points it elsewhere (the tests' fake of Stripe's API).
+   */
+  billing?: Billing;
+  billingOptions?: BillingOptions;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -224,6 +233,8 @@ export function createApp(deps: AppDeps): express.Express {
     authNoCount: requireApiKey({ db, config, logger, now }, { count: false }),
   });
 
+  registerOperatorRoutes(routes, { db, logger, adminToken: config.adminToken });
+
   routes.add('usage', auth, (_req, res) => {
     const state = authOf(res);
     // The reset belongs to the day the request was counted on: the same reading of the clock.
@@ -239,8 +250,11 @@ export function createApp(deps: AppDeps): express.Express {
     });
   });
 
+  // Before the web routers: Stripe's deliveries carry no session, and their raw body must stay unparsed.
+  const billing = deps.billing ?? createBilling({ db, logger, config, now }, deps.billingOptions);
+  if (billing) app.use(stripeWebhookRouter(billing, logger));
   // First of the web routers: its session middleware sets res.locals.session for the ones after it.
-  app.use(accountRouter({ db, logger, config, now }));
+  app.use(accountRouter({ db, logger, config, now, ...(billing ? { billing } : {}) }));
   app.use(compressorRouter({ engine, db, logger, config, uploadLimits, now }));
   // After the session middleware, so the reference's navigation shows who is signed in.
   const docsBody = docsContent(document);

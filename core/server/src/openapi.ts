@@ -97,6 +97,7 @@ export const CODES_OUTSIDE_OPERATIONS: Partial<Record<ErrorCode, string>> = {
   METHOD_NOT_ALLOWED: 'any path of the table, for a method it does not answer (405 with Allow): see info',
   PROVIDER_NOT_CONFIGURED: 'reserved for the AI routes to come; no route answers it yet',
   PROVIDER_ERROR: 'reserved for the AI routes to come; no route answers it yet',
+  PROVIDER_TIMEOUT: 'reserved for the AI routes to come; no route answers it yet',
 };
 
 /** What each route of the table means, in words; the rest of its operation comes from the table. */
@@ -128,6 +129,26 @@ function routeDocs(config: Config): Record<RouteId, RouteDoc> {
         '400': errorResponse(400, 'The body is not {"name": string}; `details` names the field.'),
         '409': errorResponse(409, 'The account has the most active keys allowed.'),
         ...authErrors(),
+      },
+    },
+    createOperatorAccount: {
+      summary: 'Make or reuse an account by its address and issue it a key (operator token)',
+      description:
+        'For an operator’s own servers, such as the Shopify app giving each shop an account: authorized by ' +
+        'COMPRESSO_ADMIN_TOKEN, never by an API key, and never to be called from a browser. The same address ' +
+        'gives the same account (`account_created` false); each call issues a new key.',
+      success: 'The account and its new key, with the secret (in this answer only).',
+      errors: {
+        '400': errorResponse(
+          400,
+          'The body is not {"email": string, "key_name"?: string}; `details` names the field.',
+        ),
+        '401': errorResponse(401, 'No operator token, or not this server’s.'),
+        '404': errorResponse(
+          404,
+          'COMPRESSO_ADMIN_TOKEN is not set on this server: operator routes are off.',
+        ),
+        '409': errorResponse(409, 'The account has the most active keys allowed.'),
       },
     },
     listKeys: {
@@ -333,6 +354,7 @@ function document(config: Config): Json {
         ...(doc.description ? { description: doc.description } : {}),
         ...(route.auth === 'none' ? { security: [] } : {}),
         ...(route.auth === 'optional' ? { security: [{}, { apiKey: [] }] } : {}),
+        ...(route.auth === 'operator' ? { security: [{ operatorToken: [] }] } : {}),
         ...(parameters.length ? { parameters } : {}),
         ...(requestBody ? { requestBody } : {}),
         responses: {
@@ -361,6 +383,11 @@ function document(config: Config): Json {
       ...components,
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', description: 'An API key, `cmp_live_…`.' },
+        operatorToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'The server operator’s COMPRESSO_ADMIN_TOKEN (operator routes only).',
+        },
       },
     },
   };

@@ -28,6 +28,7 @@ import {
 } from '@compresso/runtime';
 import sharp from 'sharp';
 import { createApp } from './app.ts';
+import { type Billing, type BillingOptions, createBilling } from './billing/billing.ts';
 import { createHttpServer } from './start.ts';
 
 export interface TestServer {
@@ -40,6 +41,8 @@ export interface TestServer {
   server: Server;
   engine: Engine;
   logger: Logger;
+  /** Paid plans, when the STRIPE_* overrides are given (its sweep is for tests to call). */
+  billing: Billing | undefined;
   close(): Promise<void>;
 }
 
@@ -61,6 +64,8 @@ export async function startTestServer(
     now?: () => Date;
     /** Where Idempotency-Key answers are kept; the test database's own (`db.idempotency`) when not given. */
     idempotency?: IdempotencyStore;
+    /** Where the Stripe client goes (a fake's `api`) and the origins its pages live at; with the STRIPE_* overrides. */
+    billing?: BillingOptions;
   } = { dbPath: ':memory:' },
 ): Promise<TestServer> {
   const config = loadConfig({}, { logLevel: 'info', maxUploadBytes: 1024 * 1024, ...options.overrides });
@@ -79,7 +84,12 @@ export async function startTestServer(
   await db.migrate();
   const engine =
     options.engine ?? createEngine({ concurrency: 2, limits: { maxInputBytes: config.maxUploadBytes } });
+  const billing = createBilling(
+    { db, logger, config, now: options.now ?? (() => new Date()) },
+    options.billing,
+  );
   const app = createApp({
+    ...(billing ? { billing } : {}),
     engine,
     db,
     logger,
@@ -102,6 +112,7 @@ export async function startTestServer(
     server,
     engine,
     logger,
+    billing,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -167,6 +178,8 @@ export function signupTokenFromLog(rawLog: string[]): string {
   return token;
 }
 
+/** A loopback fake of Stripe's API and hosted pages, for tests of paid plans. */
+export { type FakeStripe, type FakeStripeOptions, startFakeStripe } from './billing/fake-stripe.ts';
 /**
  * A compress endpoint run by a hostile server (crafted Content-Disposition and X-Output-Format), for
  * the clients' tests that they never write outside the folder they were given.
