@@ -89,6 +89,16 @@ export function readGraph(root = REPO): { packages: string[]; edges: Edge[]; pro
       dirs.set(name, dir);
     }
   }
+  // `@compresso/integration-kit` is the folder `kit`: packages are named by their package.json.
+  const byName = new Map<string, string>();
+  for (const [pkg, dir] of dirs) {
+    try {
+      const { name } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string };
+      if (typeof name === 'string') byName.set(name, pkg);
+    } catch {
+      // No package.json (a fixture tree): the folder name is the package name.
+    }
+  }
   const edges: Edge[] = [];
   const problems: string[] = [];
   for (const [pkg, dir] of dirs) {
@@ -109,7 +119,7 @@ export function readGraph(root = REPO): { packages: string[]; edges: Edge[]; pro
         }
         const scoped = /^@compresso\/([a-z0-9-]+)/.exec(specifier);
         if (!scoped) continue;
-        const to = scoped[1]!;
+        const to = byName.get(`@compresso/${scoped[1]}`) ?? scoped[1]!;
         if (to === pkg) continue;
         edges.push({ from: pkg, to, specifier, file: rel, test });
       }

@@ -83,17 +83,12 @@ export {
   type WebSessionStore,
 } from './database.ts';
 export { type FileBlobStoreOptions, fileBlobStore } from './file-blob-store.ts';
-export {
-  type ClaimRequest,
-  type ClaimResult,
-  type IdempotencyRecord,
-  type IdempotencyStore,
-  openIdempotencyStore,
-  type PostgresIdempotencyOptions,
-  postgresIdempotencyStore,
-  type SqliteIdempotencyOptions,
-  type StoredAnswer,
-  sqliteIdempotencyStore,
+export type {
+  ClaimRequest,
+  ClaimResult,
+  IdempotencyRecord,
+  IdempotencyStore,
+  StoredAnswer,
 } from './idempotency-store.ts';
 export { type InlineQueueOptions, inlineQueue } from './inline-queue.ts';
 export { createLogger, type Logger, REDACT_PATHS } from './logger.ts';

@@ -1,5 +1,6 @@
 import { BILLING_MIGRATIONS } from './billing.ts';
 import { checkMigrationSet, type Database, type MigrationSet } from './database.ts';
+import { postgresIdempotencyStore } from './idempotency-store.ts';
 import { postgresAccountStore } from './postgres/accounts.ts';
 import { postgresAttemptStore } from './postgres/attempts.ts';
 import { postgresBatchStore } from './postgres/batches.ts';
@@ -41,6 +42,7 @@ export function postgresDatabase(options: PostgresOptions): Database {
   const database: Database = {
     kind: 'postgres',
     backend: { kind: 'postgres', sql: conn.sql },
+    idempotency: postgresIdempotencyStore(conn),
     registerMigrations(set) {
       checkMigrationSet(set, new Set(sets.map((s) => s.namespace)));
       sets.push(set);

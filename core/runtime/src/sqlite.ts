@@ -1,5 +1,6 @@
 import { BILLING_MIGRATIONS } from './billing.ts';
 import { checkMigrationSet, type Database, type MigrationSet } from './database.ts';
+import { sqliteIdempotencyStore } from './idempotency-store.ts';
 import { sqliteAccountStore } from './sqlite/accounts.ts';
 import { sqliteAttemptStore } from './sqlite/attempts.ts';
 import { sqliteBatchStore } from './sqlite/batches.ts';
@@ -30,6 +31,7 @@ export function sqliteDatabase(options: SqliteOptions = {}): Database {
   const database: Database = {
     kind: 'sqlite',
     backend: { kind: 'sqlite', sql: conn.sql },
+    idempotency: sqliteIdempotencyStore(conn),
     registerMigrations(set) {
       checkMigrationSet(set, new Set(sets.map((s) => s.namespace)));
       sets.push(set);

@@ -13,7 +13,6 @@ import {
   nextReset,
   revokeApiKey,
   secondsUntilReset,
-  sqliteIdempotencyStore,
 } from '@compresso/runtime';
 import { CompressoError, CreateKeyRequestSchema, fieldProblems, KEY_NAME_MAX } from '@compresso/schema';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -57,8 +56,8 @@ export interface AppDeps {
    */
   now?: () => Date;
   /**
-   * Where first answers to `Idempotency-Key` requests are kept (see idempotency.ts). Without one, an
-   * in-memory SQLite store serves this app alone: exact within the process, not across processes.
+   * Where first answers to `Idempotency-Key` requests are kept (see idempotency.ts); the database's
+   * own store (`db.idempotency`, exact across every process on it) when not given.
    */
   idempotency?: IdempotencyStore;
   /**
@@ -83,16 +82,9 @@ if (KEY_NAME_MAX !== MAX_KEY_NAME)
 /** Routes outside the API table (operators'), for their 405 answers. */
 const OPERATOR_ROUTES: Record<string, string[]> = { '/metrics': ['GET'] };
 
-function defaultIdempotencyStore(logger: Logger): IdempotencyStore {
-  const store = sqliteIdempotencyStore({ path: ':memory:' });
-  // Synchronous underneath (node:sqlite): the table exists before the first request.
-  store.migrate().catch((err) => logger.error({ err }, 'idempotency store migration failed'));
-  return store;
-}
-
 export function createApp(deps: AppDeps): express.Express {
   const { engine, db, logger, config } = deps;
-  const idempotencyStore = deps.idempotency ?? defaultIdempotencyStore(logger);
+  const idempotencyStore = deps.idempotency ?? db.idempotency;
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);

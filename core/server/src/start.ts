@@ -7,7 +7,6 @@ import {
   type Database,
   type JobQueue,
   type Logger,
-  openIdempotencyStore,
   type ProcessContext,
   type QueueWorker,
   startProcess,
@@ -101,10 +100,6 @@ async function serve(context: ProcessContext): Promise<ServerParts> {
       'COMPRESSO_WORKERS=0 (--workers 0) needs REDIS_URL and `compresso worker` processes: with the in-process queue, batch jobs would never run.',
     );
   }
-  // Beside the database (same file or schema), its own table: the first answers to Idempotency-Key.
-  // Opened before the engine, so it closes after it (closers run in reverse).
-  const idempotency = await openIdempotencyStore(config);
-  onClose('idempotency store', () => idempotency.close());
   const engine = createEngine({
     limits: { maxInputBytes: config.maxUploadBytes },
     ...(config.concurrency ? { concurrency: config.concurrency } : {}),
@@ -128,7 +123,6 @@ async function serve(context: ProcessContext): Promise<ServerParts> {
     queue,
     blobs,
     metrics,
-    idempotency,
     ...(billing ? { billing } : {}),
   });
   const server = createHttpServer(app, config);

@@ -64,7 +64,7 @@ export async function startTestServer(
     blobs?: BlobStore;
     /** The app's clock (quota day, throttle windows; see AppDeps.now); the system clock when not given. */
     now?: () => Date;
-    /** Where Idempotency-Key answers are kept; an in-memory store of this app's own when not given. */
+    /** Where Idempotency-Key answers are kept; the test database's own (`db.idempotency`) when not given. */
     idempotency?: IdempotencyStore;
     /** Where the Stripe client goes (a fake's `api`) and the origins its pages live at; with the STRIPE_* overrides. */
     billing?: BillingOptions;
