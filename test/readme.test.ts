@@ -79,9 +79,21 @@ describe('the root README', () => {
     expect(sh.stdout).toContain('"source":"provider"');
     expect(sh.stdout).toMatch(/^x-aspect-ratio: 3:2/im);
     expect((await sharp(join(app, 'photo-bw.jpg')).metadata()).width).toBe(800);
+    // curl's bytes are the API's: the same edit sent again (here with fetch) answers the same file.
+    const form = new FormData();
+    form.append('file', new Blob([readFileSync(join(app, 'photo.jpg'))]), 'photo.jpg');
+    form.append('instruction', 'make it 800 wide and black and white');
+    const again = await fetch(`${srv.url}/api/v1/edit`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: form,
+    });
+    expect(Buffer.from(await again.arrayBuffer())).toEqual(readFileSync(join(app, 'photo-bw.jpg')));
     expect((await sharp(join(app, 'boat.webp')).metadata()).format).toBe('webp');
     const node = await run(process.execPath, [join(app, 'ai.mjs')], { cwd: app, env: env() });
-    expect(node.stdout).toContain(`${join(app, 'rotated.webp')} [ { op: 'rotate', degrees: 270 }, { op: 'format', format: 'webp' } ]`);
+    expect(node.stdout).toContain(
+      `${join(app, 'rotated.webp')} [ { op: 'rotate', degrees: 270 }, { op: 'format', format: 'webp' } ]`,
+    );
     expect(node.stdout).toContain(`${join(app, 'boat.webp')}: openai gpt-image-1 at 3:2`);
     const py = await run('python3', [join(app, 'ai.py')], { cwd: app, env: env() });
     expect(py.stdout).toContain(`${join(app, 'boat.webp')} openai 1:1`);
