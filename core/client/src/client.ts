@@ -1,14 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import {
-  API_ROUTES,
   COMPRESS_OPTIONS,
   decodeJsonHeader,
   decodeResultHeaders,
-  type RouteId,
   resultClientName,
   resultHeaderName,
-  routePath,
 } from '@compresso/schema/wire';
 import {
   AbortError,
@@ -59,7 +56,6 @@ import type {
   ImageOptions,
   InfoOptions,
   InfoResult,
-  InputFormat,
   Job,
   OutputFormat,
   RequestOptions,
@@ -67,6 +63,7 @@ import type {
   Usage,
 } from './types.ts';
 import { VERSION } from './version.ts';
+import { bodyFromWire, route } from './wire-body.ts';
 
 export const DEFAULT_BASE_URL = 'http://localhost:3000';
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -97,32 +94,6 @@ interface CallSpec {
   idempotencyKey?: boolean;
 }
 
-/** Method and path of a route of the contract's table (the table is built into this package). */
-function route(id: RouteId, params?: Record<string, string>): Pick<CallSpec, 'method' | 'path'> {
-  return { method: API_ROUTES[id].method, path: routePath(id, params) };
-}
-
-interface KeyWire {
-  id: string;
-  name: string;
-  prefix: string;
-  created_at: string;
-  last_used_at: string | null;
-  revoked_at: string | null;
-  key?: string;
-}
-
-function keyOf(wire: KeyWire): ApiKey {
-  return {
-    id: wire.id,
-    name: wire.name,
-    prefix: wire.prefix,
-    createdAt: wire.created_at,
-    lastUsedAt: wire.last_used_at,
-    revokedAt: wire.revoked_at,
-  };
-}
-
 /** `client.keys`: the API keys of the caller's account. */
 export class Keys {
   readonly #client: Compresso;
@@ -143,8 +114,7 @@ export class Keys {
       },
       request,
     );
-    const wire = parseJson<KeyWire>(response);
-    return { ...keyOf(wire), key: String(wire.key) };
+    return bodyFromWire<CreatedApiKey>('CreatedApiKey', parseJson(response));
   }
 
   /** GET /api/v1/keys — the account's active keys (never a secret). */
@@ -153,7 +123,7 @@ export class Keys {
       { ...route('listKeys'), accept: 'application/json', idempotent: true },
       options,
     );
-    return parseJson<{ keys: KeyWire[] }>(response).keys.map(keyOf);
+    return parseJson<{ keys: unknown[] }>(response).keys.map((key) => bodyFromWire<ApiKey>('ApiKey', key));
   }
 
   /** DELETE /api/v1/keys/{id} — the key fails from the next request on. */
@@ -169,8 +139,7 @@ export class Keys {
       },
       options,
     );
-    const wire = parseJson<{ id: string }>(response);
-    return { id: wire.id, revoked: true };
+    return bodyFromWire<RevokedApiKey>('RevokedApiKey', parseJson(response));
   }
 }
 
@@ -817,8 +786,7 @@ export class Compresso {
           if (item.status === 'failed') throw jobItemError(item);
           const response = await this.request(
             {
-              method: 'GET',
-              path: `/api/v1/jobs/${encodeURIComponent(current.id)}/items/${item.index}`,
+              ...route('getJobItem', { id: current.id, index: item.index }),
               accept: '*/*',
               idempotent: true,
             },
@@ -844,24 +812,7 @@ export class Compresso {
       { ...route('usage'), accept: 'application/json', idempotent: true },
       options,
     );
-    const wire = parseJson<{
-      plan: string;
-      day: string;
-      used: number;
-      limit: number;
-      remaining: number;
-      resets_at: string;
-      resets_in_seconds: number;
-    }>(response);
-    return {
-      plan: wire.plan,
-      day: wire.day,
-      used: wire.used,
-      limit: wire.limit,
-      remaining: wire.remaining,
-      resetsAt: wire.resets_at,
-      resetsInSeconds: wire.resets_in_seconds,
-    };
+    return bodyFromWire<Usage>('Usage', parseJson(response));
   }
 
   /**

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import {
+  type BODY_MEMBERS,
   CLIENT_ERROR_CODES,
   type COMPRESS_OPTIONS,
   ERROR_CODES,
@@ -103,6 +104,21 @@ const jobItemMembersMatch: Equal<
   Exclude<Camel<keyof SchemaBatchItem & string>, 'outputFormat'> | 'format'
 > = true;
 
+/**
+ * bodyFromWire maps answers through the contract's body lists (BODY_MEMBERS): the lists camelCased
+ * are exactly the members of the client's types, so every member the client declares is filled in.
+ */
+type Members<N extends keyof typeof BODY_MEMBERS> = Camel<(typeof BODY_MEMBERS)[N][number]>;
+const bodyListsMatch: [
+  Equal<Members<'Usage'>, keyof Usage>,
+  Equal<Members<'ApiKey'>, keyof ApiKey>,
+  Equal<Members<'CreatedApiKey'>, keyof CreatedApiKey>,
+  Equal<Members<'RevokedApiKey'>, keyof RevokedApiKey>,
+  Equal<Members<'BatchJob'>, keyof Job>,
+  Equal<Members<'BatchJobProgress'>, keyof JobProgress>,
+  Equal<Exclude<Members<'BatchItem'>, 'outputFormat'> | 'format', keyof JobItem>,
+] = [true, true, true, true, true, true, true];
+
 const CLASS_BY_STATUS: Record<number, unknown> = {
   400: BadRequestError,
   401: AuthenticationError,
@@ -148,6 +164,7 @@ describe('the client follows @compresso/schema', () => {
       jobProgressMatches,
       jobItemMembersMatch,
     ]).toEqual([true, true, true, true, true, true, true]);
+    expect(bodyListsMatch.every(Boolean)).toBe(true);
   });
 
   it('the AI bodies are the schema’s: edit operations exactly, alt text camelCased (types above)', () => {

@@ -271,3 +271,43 @@ describe('defineConfig: an app adds its own settings', () => {
     expect('shopifyApiKey' in loadConfig(good)).toBe(false);
   });
 });
+
+describe('Stripe settings', () => {
+  const all = {
+    STRIPE_SECRET_KEY: 'sk_test_abcdefgh12345678',
+    STRIPE_WEBHOOK_SECRET: 'whsec_abcdefgh12345678',
+    STRIPE_PRICE_PRO: 'price_1ProMonthly',
+  };
+
+  it('are all or none; grace days default to 3', () => {
+    expect(loadConfig({})).toMatchObject({ stripeSecretKey: undefined, billingGraceDays: 3 });
+    expect(loadConfig({ ...all, COMPRESSO_BILLING_GRACE_DAYS: '7' })).toMatchObject({
+      stripeSecretKey: all.STRIPE_SECRET_KEY,
+      stripeWebhookSecret: all.STRIPE_WEBHOOK_SECRET,
+      stripePricePro: all.STRIPE_PRICE_PRO,
+      billingGraceDays: 7,
+    });
+  });
+
+  it('one error lists every problem, the secrets redacted, a missing partner named', () => {
+    let error: unknown;
+    try {
+      loadConfig({ STRIPE_SECRET_KEY: 'pk_test_public', STRIPE_WEBHOOK_SECRET: 'nope', PORT: 'x' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems.join('\n');
+    expect(problems).toMatch(/STRIPE_SECRET_KEY: expected a Stripe secret key .*\[redacted\]/);
+    expect(problems).toMatch(/STRIPE_WEBHOOK_SECRET: expected a webhook signing secret .*\[redacted\]/);
+    expect(problems).toMatch(/PORT/);
+    expect(problems).not.toContain('pk_test_public');
+    // Each valid on its own, but one missing: the rule names it and the ones given.
+    expect(() =>
+      loadConfig({ STRIPE_SECRET_KEY: all.STRIPE_SECRET_KEY, STRIPE_PRICE_PRO: all.STRIPE_PRICE_PRO }),
+    ).toThrow(/STRIPE_WEBHOOK_SECRET: required with STRIPE_SECRET_KEY and STRIPE_PRICE_PRO/);
+    expect(() => loadConfig({ ...all, COMPRESSO_BILLING_GRACE_DAYS: '90' })).toThrow(
+      /COMPRESSO_BILLING_GRACE_DAYS/,
+    );
+  });
+});

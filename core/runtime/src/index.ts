@@ -8,6 +8,23 @@ export {
   sameHash,
 } from './api-keys.ts';
 export {
+  type ApplyOutcome,
+  type ApplySubscriptionInput,
+  BILLING_MIGRATIONS,
+  type BillingCustomer,
+  type BillingStore,
+  type BillingView,
+  describeSubscription,
+  entitles,
+  type PendingEvent,
+  type PlanSource,
+  SUBSCRIPTION_STATUSES,
+  type SubscriptionRecord,
+  type SubscriptionSnapshot,
+  type SubscriptionStatus,
+} from './billing.ts';
+export { billingStore } from './billing-store.ts';
+export {
   type BlobBody,
   type BlobEntry,
   type BlobInfo,

@@ -1,3 +1,4 @@
+import { BILLING_MIGRATIONS } from './billing.ts';
 import { checkMigrationSet, type Database, type MigrationSet } from './database.ts';
 import { postgresAccountStore } from './postgres/accounts.ts';
 import { postgresAttemptStore } from './postgres/attempts.ts';
@@ -34,7 +35,8 @@ export interface PostgresOptions {
  */
 export function postgresDatabase(options: PostgresOptions): Database {
   const conn = openPostgresConnection(options);
-  const sets: MigrationSet[] = [];
+  // Every Database carries the billing tables (paid plans), under their own namespace and versions.
+  const sets: MigrationSet[] = [BILLING_MIGRATIONS];
   let closed: Promise<void> | undefined;
   const database: Database = {
     kind: 'postgres',

@@ -1,3 +1,4 @@
+import { BILLING_MIGRATIONS } from './billing.ts';
 import { checkMigrationSet, type Database, type MigrationSet } from './database.ts';
 import { sqliteAccountStore } from './sqlite/accounts.ts';
 import { sqliteAttemptStore } from './sqlite/attempts.ts';
@@ -23,7 +24,8 @@ export interface SqliteOptions {
  */
 export function sqliteDatabase(options: SqliteOptions = {}): Database {
   const conn = openSqliteConnection(options);
-  const sets: MigrationSet[] = [];
+  // Every Database carries the billing tables (paid plans), under their own namespace and versions.
+  const sets: MigrationSet[] = [BILLING_MIGRATIONS];
   let open = true;
   const database: Database = {
     kind: 'sqlite',

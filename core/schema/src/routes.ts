@@ -4,9 +4,11 @@ export type HttpMethod = 'GET' | 'POST' | 'DELETE';
 
 /**
  * `key`: `Authorization: Bearer <API key>` required (401 without); `none`: public; `optional`: a key
- * is read when sent and changes the answer, none is needed.
+ * is read when sent and changes the answer, none is needed; `operator`: `Authorization: Bearer
+ * <COMPRESSO_ADMIN_TOKEN>`, the server operator's token (for the integrations' own servers, never a
+ * browser); the route answers 404 on a server without one.
  */
-export type RouteAuth = 'key' | 'none' | 'optional';
+export type RouteAuth = 'key' | 'none' | 'optional' | 'operator';
 
 /** How the request carries its input. */
 export type RequestKind =
@@ -127,6 +129,14 @@ export const API_ROUTES = {
     status: 200,
     resultHeaders: 'all',
     counted: false,
+  },
+  createOperatorAccount: {
+    method: 'POST',
+    path: '/api/v1/operator/accounts',
+    auth: 'operator',
+    request: 'json',
+    response: 'json',
+    status: 201,
   },
   generate: {
     method: 'POST',

@@ -519,6 +519,7 @@ describe('OpenAPI and docs', () => {
         '/api/v1/keys/{id}',
         '/api/v1/usage',
         '/api/v1/generate',
+        '/api/v1/operator/accounts',
         '/api/v1/edit',
         '/api/v1/alt-text',
         '/api/v1/openapi.json',

@@ -21,6 +21,8 @@ import type { AiProvider } from './ai/provider.ts';
 import { registerAiRoutes } from './ai/routes.ts';
 import { aiProviderFromConfig } from './ai/select.ts';
 import { authOf, requireApiKey } from './auth.ts';
+import { type Billing, type BillingOptions, createBilling } from './billing/billing.ts';
+import { stripeWebhookRouter } from './billing/webhook.ts';
 import { optimizeUpload, readImageUpload, sendCompressed, setInfoHeaders } from './compress-response.ts';
 import { docsContent } from './docs.ts';
 import { errorHandler, sendError } from './errors.ts';
@@ -29,6 +31,7 @@ import { createIdempotency, fingerprintOf } from './idempotency.ts';
 import { registerBatchRoutes } from './jobs/routes.ts';
 import { createMetrics, type Metrics, metricsEndpoint } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
+import { registerOperatorRoutes } from './operator.ts';
 import { routeRegistrar } from './routes.ts';
 import { createUploadBudget } from './upload-budget.ts';
 import { accountRouter } from './web/account.ts';
@@ -58,6 +61,12 @@ export interface AppDeps {
    * in-memory SQLite store serves this app alone: exact within the process, not across processes.
    */
   idempotency?: IdempotencyStore;
+  /**
+   * Paid Pro through Stripe (with the STRIPE_* settings): made here from the config when not given;
+   * `billingOptions` points it elsewhere (the tests' fake of Stripe's API).
+   */
+  billing?: Billing;
+  billingOptions?: BillingOptions;
   /**
    * The AI provider of /generate, /edit (generative phrases) and /alt-text; by default the one the
    * configuration names (OPENAI_API_KEY, REPLICATE_API_TOKEN), none when it names none.
@@ -240,6 +249,7 @@ export function createApp(deps: AppDeps): express.Express {
     authNoCount: requireApiKey({ db, config, logger, now }, { count: false }),
   });
 
+  registerOperatorRoutes(routes, { db, logger, adminToken: config.adminToken });
   registerAiRoutes(routes, {
     engine,
     config,
@@ -266,8 +276,11 @@ export function createApp(deps: AppDeps): express.Express {
     });
   });
 
+  // Before the web routers: Stripe's deliveries carry no session, and their raw body must stay unparsed.
+  const billing = deps.billing ?? createBilling({ db, logger, config, now }, deps.billingOptions);
+  if (billing) app.use(stripeWebhookRouter(billing, logger));
   // First of the web routers: its session middleware sets res.locals.session for the ones after it.
-  app.use(accountRouter({ db, logger, config, now }));
+  app.use(accountRouter({ db, logger, config, now, ...(billing ? { billing } : {}) }));
   app.use(compressorRouter({ engine, db, logger, config, uploadLimits, now }));
   // After the session middleware, so the reference's navigation shows who is signed in.
   const docsBody = docsContent(document);

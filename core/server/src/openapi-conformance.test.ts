@@ -58,6 +58,8 @@ const CHECKED_HEADER = /^(x-|ratelimit-|retry-after$|location$)/;
 /** Browser hardening (nosniff, framing) the answers carry, not facts of the API. */
 const HARDENING = new Set(['x-content-type-options', 'x-frame-options']);
 
+const ADMIN_TOKEN = 'conformance-operator-token-0123456789';
+
 /** Call one route and check the answer against the published document. */
 async function call(
   id: (typeof ROUTE_IDS)[number],
@@ -117,6 +119,7 @@ beforeAll(async () => {
     dbPath: join(tmp.dir, 'conformance.sqlite'),
     overrides: {
       fetchAllowPrivate: true,
+      adminToken: ADMIN_TOKEN,
       openaiApiKey: 'sk-conformance',
       openaiBaseUrl: ai.url,
       aiTimeoutMs: 1000,
@@ -193,6 +196,29 @@ describe('the OpenAPI document describes what the server sends', () => {
     );
     await call('info', { headers: bearer(key), body: form(jpeg, { quality: 'auto' }) }, 200);
     await call('info', { headers: bearer(key), body: form(undefined) }, 400);
+
+    const operatorJson = (token: string) => ({
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+    });
+    await call(
+      'createOperatorAccount',
+      {
+        headers: operatorJson(ADMIN_TOKEN),
+        body: JSON.stringify({ email: 'shop@example.com', plan: 'pro' }),
+      },
+      201,
+    );
+    await call(
+      'createOperatorAccount',
+      { headers: operatorJson(key), body: JSON.stringify({ email: 'a@b.co' }) },
+      401,
+    );
+    await call(
+      'createOperatorAccount',
+      { headers: operatorJson(ADMIN_TOKEN), body: JSON.stringify({ email: 1 }) },
+      400,
+    );
 
     const created = await call(
       'createKey',

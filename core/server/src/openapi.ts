@@ -128,6 +128,26 @@ function routeDocs(config: Config): Record<RouteId, RouteDoc> {
         ...authErrors(),
       },
     },
+    createOperatorAccount: {
+      summary: 'Make or reuse an account by its address and issue it a key (operator token)',
+      description:
+        'For an operator’s own servers, such as the Shopify app giving each shop an account: authorized by ' +
+        'COMPRESSO_ADMIN_TOKEN, never by an API key, and never to be called from a browser. The same address ' +
+        'gives the same account (`account_created` false); each call issues a new key.',
+      success: 'The account and its new key, with the secret (in this answer only).',
+      errors: {
+        '400': errorResponse(
+          400,
+          'The body is not {"email": string, "key_name"?: string}; `details` names the field.',
+        ),
+        '401': errorResponse(401, 'No operator token, or not this server’s.'),
+        '404': errorResponse(
+          404,
+          'COMPRESSO_ADMIN_TOKEN is not set on this server: operator routes are off.',
+        ),
+        '409': errorResponse(409, 'The account has the most active keys allowed.'),
+      },
+    },
     listKeys: {
       summary: "The account's active keys (never their secrets)",
       success: 'Active keys, oldest first.',
@@ -439,6 +459,7 @@ function document(config: Config): Json {
         ...(doc.description ? { description: doc.description } : {}),
         ...(route.auth === 'none' ? { security: [] } : {}),
         ...(route.auth === 'optional' ? { security: [{}, { apiKey: [] }] } : {}),
+        ...(route.auth === 'operator' ? { security: [{ operatorToken: [] }] } : {}),
         ...(parameters.length ? { parameters } : {}),
         ...(requestBody ? { requestBody } : {}),
         responses: {
@@ -467,6 +488,11 @@ function document(config: Config): Json {
       ...components,
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', description: 'An API key, `cmp_live_…`.' },
+        operatorToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'The server operator’s COMPRESSO_ADMIN_TOKEN (operator routes only).',
+        },
       },
     },
   };

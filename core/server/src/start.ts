@@ -15,6 +15,7 @@ import {
 import { CompressoError } from '@compresso/schema';
 import type express from 'express';
 import { createApp } from './app.ts';
+import { createBilling, startBillingSweep } from './billing/billing.ts';
 import { deferContinue } from './expect-continue.ts';
 import { logQueueErrors, requeueQueuedItems, startBatchWorker, startSweeper } from './jobs/worker.ts';
 import { createMetrics } from './metrics.ts';
@@ -116,7 +117,20 @@ async function serve(context: ProcessContext): Promise<ServerParts> {
   const metrics = createMetrics({ engine, queue, logger });
   onClose('queue metrics', metrics.watchQueue(queue));
   onClose('queue log', logQueueErrors(queue, logger));
-  const app = createApp({ engine, db, logger, config, queue, blobs, metrics, idempotency });
+  // Paid Pro (STRIPE_* set): a once-a-minute sweep ends plans whose grace or cancelled period ran out.
+  const billing = createBilling({ db, logger, config, now: () => new Date() });
+  if (billing) onClose('billing sweep', startBillingSweep(billing, logger));
+  const app = createApp({
+    engine,
+    db,
+    logger,
+    config,
+    queue,
+    blobs,
+    metrics,
+    idempotency,
+    ...(billing ? { billing } : {}),
+  });
   const server = createHttpServer(app, config);
   try {
     await new Promise<void>((resolve, reject) => {
@@ -161,6 +175,7 @@ async function serve(context: ProcessContext): Promise<ServerParts> {
       blobs: blobs.kind,
       workers,
       metrics: config.metricsToken ? 'on' : 'off',
+      payments: billing ? 'stripe' : 'off',
     },
     'compresso server listening',
   );

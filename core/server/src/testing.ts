@@ -30,6 +30,7 @@ import {
 import sharp from 'sharp';
 import type { AiProvider } from './ai/provider.ts';
 import { createApp } from './app.ts';
+import { type Billing, type BillingOptions, createBilling } from './billing/billing.ts';
 import { createHttpServer } from './start.ts';
 
 export interface TestServer {
@@ -42,6 +43,8 @@ export interface TestServer {
   server: Server;
   engine: Engine;
   logger: Logger;
+  /** Paid plans, when the STRIPE_* overrides are given (its sweep is for tests to call). */
+  billing: Billing | undefined;
   close(): Promise<void>;
 }
 
@@ -63,6 +66,8 @@ export async function startTestServer(
     now?: () => Date;
     /** Where Idempotency-Key answers are kept; an in-memory store of this app's own when not given. */
     idempotency?: IdempotencyStore;
+    /** Where the Stripe client goes (a fake's `api`) and the origins its pages live at; with the STRIPE_* overrides. */
+    billing?: BillingOptions;
     /** The AI provider (an adapter pointed at a fake); by default the one the config names. */
     ai?: AiProvider;
   } = { dbPath: ':memory:' },
@@ -83,7 +88,12 @@ export async function startTestServer(
   await db.migrate();
   const engine =
     options.engine ?? createEngine({ concurrency: 2, limits: { maxInputBytes: config.maxUploadBytes } });
+  const billing = createBilling(
+    { db, logger, config, now: options.now ?? (() => new Date()) },
+    options.billing,
+  );
   const app = createApp({
+    ...(billing ? { billing } : {}),
     engine,
     db,
     logger,
@@ -107,6 +117,7 @@ export async function startTestServer(
     server,
     engine,
     logger,
+    billing,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -182,5 +193,22 @@ export {
   type ReplicateFakeMode,
 } from './ai/fakes.ts';
 export { replicateProvider } from './ai/replicate.ts';
+/** A loopback fake of Stripe's API and hosted pages, for tests of paid plans. */
+export { type FakeStripe, type FakeStripeOptions, startFakeStripe } from './billing/fake-stripe.ts';
+/**
+ * A compress endpoint run by a hostile server (crafted Content-Disposition and X-Output-Format), for
+ * the clients' tests that they never write outside the folder they were given.
+ */
+export {
+  filesUnder,
+  HOSTILE_DISPOSITIONS,
+  HOSTILE_FORMATS,
+  type HostileServer,
+  startHostileServer,
+} from './hostile-server.ts';
 /** The batch worker, for tests that run jobs against a test server's queue and blob store. */
 export { startBatchWorker } from './jobs/worker.ts';
+/** The account password hash the web pages store, for tests that seed an account with a password. */
+export { hashPassword } from './web/passwords.ts';
+/** A cookie-keeping HTTP client for the web pages (sign-in, forms with their CSRF tokens). */
+export { Browser } from './web/test-browser.ts';
