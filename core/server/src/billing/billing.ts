@@ -300,6 +300,7 @@ export function createBilling(
         }
         await attempt(event, pending.attempts);
       }
+      await store.pruneEvents(new Date(now().getTime() - 30 * DAY_MS).toISOString());
       const changed = await store.expire(now().toISOString());
       for (const accountId of changed)
         logger.info({ account_id: accountId }, 'paid plan ended (grace or cancelled period over)');
