@@ -17,6 +17,9 @@ import {
 } from '@compresso/runtime';
 import { CompressoError, CreateKeyRequestSchema, fieldProblems, KEY_NAME_MAX } from '@compresso/schema';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import type { AiProvider } from './ai/provider.ts';
+import { registerAiRoutes } from './ai/routes.ts';
+import { aiProviderFromConfig } from './ai/select.ts';
 import { authOf, requireApiKey } from './auth.ts';
 import { type Billing, type BillingOptions, createBilling } from './billing/billing.ts';
 import { stripeWebhookRouter } from './billing/webhook.ts';
@@ -28,6 +31,7 @@ import { createIdempotency, fingerprintOf } from './idempotency.ts';
 import { registerBatchRoutes } from './jobs/routes.ts';
 import { createMetrics, type Metrics, metricsEndpoint } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
+import { registerOperatorRoutes } from './operator.ts';
 import { routeRegistrar } from './routes.ts';
 import { createUploadBudget } from './upload-budget.ts';
 import { accountRouter } from './web/account.ts';
@@ -63,6 +67,11 @@ export interface AppDeps {
    */
   billing?: Billing;
   billingOptions?: BillingOptions;
+  /**
+   * The AI provider of /generate, /edit (generative phrases) and /alt-text; by default the one the
+   * configuration names (OPENAI_API_KEY, REPLICATE_API_TOKEN), none when it names none.
+   */
+  ai?: AiProvider | undefined;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -238,6 +247,18 @@ export function createApp(deps: AppDeps): express.Express {
     auth: authIdempotent,
     idempotency,
     authNoCount: requireApiKey({ db, config, logger, now }, { count: false }),
+  });
+
+  registerOperatorRoutes(routes, { db, logger, adminToken: config.adminToken });
+  registerAiRoutes(routes, {
+    engine,
+    config,
+    logger,
+    provider: 'ai' in deps ? deps.ai : aiProviderFromConfig(config),
+    auth: authIdempotent,
+    idempotency,
+    continueBody,
+    readImage,
   });
 
   routes.add('usage', auth, (_req, res) => {

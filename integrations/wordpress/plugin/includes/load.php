@@ -1,0 +1,41 @@
+<?php
+/**
+ * Loads the plugin's files, each one role: the API client, settings, the queue, backups, the optimizer,
+ * delivery, and the hooks that wire them to WordPress.
+ *
+ * @package Compresso
+ */
+
+if ( ! defined( 'ABSPATH' ) ) {
+	exit;
+}
+
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-api-client.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/settings.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/hooks.php';
+
+/**
+ * A client for the server and key in the settings.
+ *
+ * @return Compresso_Api_Client
+ */
+function compresso_api_client() {
+	return new Compresso_Api_Client( compresso_get_setting( 'server_url' ), compresso_get_api_key() );
+}
+
+/**
+ * On activation: default settings, and a flag that shows the notice leading to the settings screen.
+ */
+function compresso_activate() {
+	if ( false === get_option( COMPRESSO_OPTION ) ) {
+		add_option( COMPRESSO_OPTION, compresso_default_settings(), '', false );
+	}
+	update_option( 'compresso_show_setup_notice', 1, false );
+}
+
+/**
+ * On deactivation: nothing scheduled is left behind. Settings stay (uninstall removes them).
+ */
+function compresso_deactivate() {
+	wp_clear_scheduled_hook( 'compresso_run_queue' );
+}

@@ -1,0 +1,148 @@
+/**
+ * A real WordPress for the plugin's tests, booted offline on WordPress Playground (PHP compiled to
+ * WebAssembly, SQLite instead of MySQL), with the plugin mounted from this checkout. One per test file:
+ * a boot costs tens of seconds on a shared 2-core machine, so a file boots once and its tests share it.
+ *
+ * `--wp=latest` would ask the internet for a WordPress zip; the builds package bundles them, so one is
+ * unzipped into a temporary tree and Playground installs from those files. The tree is fresh per boot:
+ * installation writes wp-config.php and the SQLite database into it.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as playgroundCli from '@wp-playground/cli';
+import { unzipSync } from 'fflate';
+
+// The CLI's declarations re-export './run-cli' without an extension, which `nodenext` resolution cannot
+// follow; this is the part of its documented programmatic API (runCLI) the harness uses.
+interface RunCLIServer {
+  serverUrl: string;
+  playground: {
+    run(request: { code: string }): Promise<{ text: string; errors: string; exitCode: number }>;
+  };
+  [Symbol.asyncDispose](): Promise<void>;
+}
+const runCLI = (playgroundCli as unknown as { runCLI(args: Record<string, unknown>): Promise<RunCLIServer> })
+  .runCLI;
+
+/** The WordPress build the tests run on (the newest stable one the builds package bundles). */
+export const WORDPRESS_BUILD = '6.5';
+/** The PHP the tests run on. */
+export const PHP_VERSION = '8.3';
+export const PLUGIN_SLUG = 'compresso';
+export const PLUGIN_FILE = 'compresso/compresso.php';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The plugin's own tree (what the zip ships). */
+export const PLUGIN_DIR = join(here, '..', '..', 'plugin');
+
+export interface PhpResult<T> {
+  /** The value the script passed to compresso_test_out() (JSON-decoded). */
+  value: T;
+  /** Everything the script printed besides that value (notices, warnings). */
+  output: string;
+}
+
+export interface WordPress {
+  /** The site's URL on loopback (Playground's own HTTP server). */
+  url: string;
+  /** The absolute path of the WordPress tree on this machine (uploads land under wp-content/uploads). */
+  root: string;
+  /** Milliseconds the boot took (unzip + install + first request ready). */
+  bootMs: number;
+  /**
+   * Runs PHP inside the booted WordPress (wp-load.php already required, as an admin user when
+   * `asAdmin`). The script hands its result back with `compresso_test_out($value)`; a PHP fatal
+   * error or a missing result throws with the script's output.
+   */
+  php<T = unknown>(code: string, options?: { asAdmin?: boolean }): Promise<PhpResult<T>>;
+  close(): Promise<void>;
+}
+
+const OUT_MARK = '@@compresso-test-out@@';
+
+function unzipTo(zipPath: string, target: string): void {
+  const files = unzipSync(new Uint8Array(readFileSync(zipPath)));
+  for (const [name, data] of Object.entries(files)) {
+    const path = join(target, name);
+    if (name.endsWith('/')) {
+      mkdirSync(path, { recursive: true });
+      continue;
+    }
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, data);
+  }
+}
+
+function buildZip(version: string): string {
+  // The package has no exports map for its zips: resolve its package.json and walk from there.
+  const require = createRequire(import.meta.url);
+  const pkg = require.resolve('@wp-playground/wordpress-builds/package.json');
+  return join(dirname(pkg), 'src', 'wordpress', `wp-${version}.zip`);
+}
+
+export async function startWordPress(
+  options: { plugin?: boolean; version?: string; php?: '7.4' | '8.0' | '8.1' | '8.2' | '8.3' } = {},
+): Promise<WordPress> {
+  const started = performance.now();
+  const root = mkdtempSync(join(tmpdir(), 'compresso-wp-'));
+  let cli: RunCLIServer | undefined;
+  try {
+    unzipTo(buildZip(options.version ?? WORDPRESS_BUILD), root);
+    cli = await runCLI({
+      command: 'server',
+      php: options.php ?? PHP_VERSION,
+      port: 0,
+      wordpressInstallMode: 'install-from-existing-files',
+      'mount-before-install': [{ hostPath: root, vfsPath: '/wordpress' }],
+      mount:
+        options.plugin === false
+          ? []
+          : [{ hostPath: PLUGIN_DIR, vfsPath: `/wordpress/wp-content/plugins/${PLUGIN_SLUG}` }],
+      // Two workers: a request WordPress makes to itself (the cron kick) needs a second one free
+      // while the first runs the script that made it.
+      workers: 2,
+      verbosity: 'quiet',
+      blueprint: { steps: [] },
+    });
+  } catch (error) {
+    rmSync(root, { recursive: true, force: true });
+    throw error;
+  }
+  const server = cli;
+  const url = server.serverUrl.replace(/\/$/, '');
+
+  async function php<T>(code: string, opts: { asAdmin?: boolean } = {}): Promise<PhpResult<T>> {
+    const body = code.replace(/^\s*<\?php/, '');
+    const script = `<?php
+      require '/wordpress/wp-load.php';
+      function compresso_test_out( $value ) { echo "\\n${OUT_MARK}", wp_json_encode( $value ), "${OUT_MARK}\\n"; }
+      ${opts.asAdmin ? 'wp_set_current_user( 1 );' : ''}
+      ${body}`;
+    const response = await server.playground.run({ code: script });
+    const text = response.text;
+    const start = text.indexOf(OUT_MARK);
+    const end = text.indexOf(OUT_MARK, start + OUT_MARK.length);
+    if (response.exitCode !== 0 || start < 0 || end < 0) {
+      throw new Error(
+        `PHP script failed (exit ${response.exitCode}):\n${text}\n${response.errors}\n--- script ---\n${script}`,
+      );
+    }
+    const value = JSON.parse(text.slice(start + OUT_MARK.length, end)) as T;
+    const output = (text.slice(0, start) + text.slice(end + OUT_MARK.length)).trim();
+    return { value, output };
+  }
+
+  return {
+    url,
+    root,
+    bootMs: Math.round(performance.now() - started),
+    php,
+    async close() {
+      await server[Symbol.asyncDispose]();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
