@@ -100,6 +100,9 @@ describe('in Chromium: Subscribe to Pro → the (fake) Stripe Checkout → a wor
     await page.waitForURL((url) => url.href.startsWith(`${fake.url}/p/session/`));
     await page.getByRole('button', { name: 'Cancel plan' }).click();
     await page.waitForURL(/\/account$/);
+    // The webhook answers before it handles the event; once handled, the page shows it.
+    await server.billing?.settled();
+    await page.reload();
     expect(await page.locator('#subscription-state').textContent()).toMatch(
       /^Cancelled: Pro until \d{4}-\d{2}-\d{2}, then the free plan\.$/,
     );

@@ -128,6 +128,12 @@ export function describeBillingStoreBattery(name: string, open: OpenDatabase): v
         expect(await billing.pendingEvents(at(120_000), 10)).toEqual([]);
         expect(await billing.eventSeen('evt_in')).toBe(true);
         expect(await plan(db, a.id)).toBe('pro');
+        // A month on, handled events are forgotten; one still pending is kept whatever its age.
+        expect(await billing.receiveEvent('evt_late', 'invoice.paid', '{}', at(0))).toBe(true);
+        expect(await billing.pruneEvents(at(60_000))).toBe(0);
+        expect(await billing.pruneEvents(at(31 * DAY))).toBe(2);
+        expect(await billing.eventSeen('evt_in')).toBe(false);
+        expect((await billing.pendingEvents(at(31 * DAY), 10)).map((e) => e.id)).toEqual(['evt_late']);
       }),
     );
 

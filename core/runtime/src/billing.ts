@@ -112,6 +112,11 @@ export interface BillingStore {
   pendingEvents(now: string, limit: number): Promise<PendingEvent[]>;
   /** A try failed (Stripe or the database unreachable): count it and try again at `nextAt`. */
   deferEvent(eventId: string, nextAt: string): Promise<void>;
+  /**
+   * Forget events handled before `before` (their payloads too); the number removed. Stripe stops
+   * redelivering after 3 days, so a month of ids is ample to recognise every copy.
+   */
+  pruneEvents(before: string): Promise<number>;
   /** Whether an event id was already handled. */
   eventSeen(eventId: string): Promise<boolean>;
   /** Mark an event that changes no subscription handled; false when it was handled before. */

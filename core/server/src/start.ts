@@ -114,7 +114,14 @@ async function serve(context: ProcessContext): Promise<ServerParts> {
   onClose('queue log', logQueueErrors(queue, logger));
   // Paid Pro (STRIPE_* set): a once-a-minute sweep ends plans whose grace or cancelled period ran out.
   const billing = createBilling({ db, logger, config, now: () => new Date() });
-  if (billing) onClose('billing sweep', startBillingSweep(billing, logger));
+  if (billing) {
+    const stopSweep = startBillingSweep(billing, logger);
+    // After the HTTP server (closers run in reverse): events already answered finish being handled.
+    onClose('billing', async () => {
+      stopSweep();
+      await billing.settled();
+    });
+  }
   const app = createApp({
     engine,
     db,

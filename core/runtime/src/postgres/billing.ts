@@ -109,6 +109,13 @@ export function postgresBillingStore(sql: PostgresSql): BillingStore {
         attempts: Number(r.attempts),
       }));
     },
+    async pruneEvents(before) {
+      const { rowCount } = await sql.query(
+        'DELETE FROM billing_events WHERE processed_at IS NOT NULL AND processed_at < $1',
+        [before],
+      );
+      return rowCount;
+    },
     async deferEvent(eventId, nextAt) {
       await sql.query(
         'UPDATE billing_events SET attempts = attempts + 1, next_at = $1 WHERE id = $2 AND processed_at IS NULL',

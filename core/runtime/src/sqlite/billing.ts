@@ -94,6 +94,10 @@ export function sqliteBillingStore(sql: SqliteSql): BillingStore {
           attempts: Number(r.attempts),
         }));
     },
+    async pruneEvents(before) {
+      return sql.run('DELETE FROM billing_events WHERE processed_at IS NOT NULL AND processed_at < ?', before)
+        .changes;
+    },
     async deferEvent(eventId, nextAt) {
       sql.run(
         'UPDATE billing_events SET attempts = attempts + 1, next_at = ? WHERE id = ? AND processed_at IS NULL',

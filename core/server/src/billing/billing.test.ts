@@ -84,6 +84,7 @@ describe('Pro by subscription, against a fake of Stripe through the real stripe 
     const checkout = res.headers.get('location') ?? '';
     expect(checkout.startsWith(`${fake.url}/c/pay/`)).toBe(true);
     const paid = await fetch(checkout, { method: 'POST', redirect: 'manual' });
+    await server.billing?.settled();
     expect(paid.status).toBe(303);
     const back = new URL(paid.headers.get('location') ?? '');
     expect(back.pathname).toBe('/account/billing/success');
@@ -145,6 +146,7 @@ describe('Pro by subscription, against a fake of Stripe through the real stripe 
     });
 
     const paid = await fetch(checkout, { method: 'POST', redirect: 'manual' });
+    await server.billing?.settled();
     const success = new URL(paid.headers.get('location') ?? '');
     expect(await planOf('payer@example.com')).toBe('pro');
     const landing = await (await browser.get(`${success.pathname}${success.search}`)).text();
@@ -184,17 +186,25 @@ describe('Pro by subscription, against a fake of Stripe through the real stripe 
       fake.subscriptions.get(subId) ?? {},
       created + 20,
     );
+    /** The answer's outcome, or once handled (queued), the handling's outcome from the log. */
     const outcome = async (event: Record<string, unknown>) => {
       const res = await fake.deliver(event);
       expect(res.status).toBe(200);
-      return ((await res.json()) as { outcome: string }).outcome;
+      const answered = ((await res.json()) as { outcome: string }).outcome;
+      if (answered !== 'queued') return answered;
+      await server.billing?.settled();
+      return server.logLines.findLast((l) => l.msg === 'stripe event' && l.event_id === event.id)?.outcome;
     };
-    // Stripe retrying while the first delivery is still being handled: one applies, the rest are copies.
+    // Stripe retrying while the first delivery is still being handled: one is kept, the rest are copies.
     const burst = await Promise.all(Array.from({ length: 4 }, () => fake.deliver(deleted)));
     const outcomes = await Promise.all(
       burst.map(async (r) => ((await r.json()) as { outcome: string }).outcome),
     );
-    expect(outcomes.sort()).toEqual(['applied', 'duplicate', 'duplicate', 'duplicate']);
+    expect(outcomes.sort()).toEqual(['duplicate', 'duplicate', 'duplicate', 'queued']);
+    await server.billing?.settled();
+    expect(server.logLines.filter((l) => l.msg === 'stripe event' && l.event_id === deleted.id)).toEqual([
+      expect.objectContaining({ outcome: 'applied' }),
+    ]);
     expect(await planOf('reorder@example.com')).toBe('free');
     expect(await outcome(updated)).toBe('stale');
     expect(await outcome(deleted)).toBe('duplicate');
@@ -218,6 +228,7 @@ describe('Pro by subscription, against a fake of Stripe through the real stripe 
     const portal = res.headers.get('location') ?? '';
     expect(portal.startsWith(`${fake.url}/p/session/`)).toBe(true);
     const cancel = await fetch(`${portal}/cancel`, { method: 'POST', redirect: 'manual' });
+    await server.billing?.settled();
     expect(cancel.headers.get('location')).toBe(`${server.url}/account`);
     expect(await planOf('canceller@example.com')).toBe('pro');
     const end = new Date(start + 30 * DAY).toISOString().slice(0, 10);
@@ -249,6 +260,7 @@ describe('Pro by subscription, against a fake of Stripe through the real stripe 
       parent: { type: 'subscription_details', subscription_details: { subscription: subId } },
     };
     expect((await fake.deliver(fake.event('invoice.payment_failed', invoice))).status).toBe(200);
+    await server.billing?.settled();
     expect(await planOf('latepayer@example.com')).toBe('pro');
     const graceEnd = new Date(Math.floor(start / 1000) * 1000 + 3 * DAY).toISOString().slice(0, 10);
     expect(await (await browser.get('/account')).text()).toContain(
@@ -262,6 +274,7 @@ describe('Pro by subscription, against a fake of Stripe through the real stripe 
     expect(
       (await fake.deliver(fake.event('invoice.paid', { ...invoice, id: 'in_paid1', status: 'paid' }))).status,
     ).toBe(200);
+    await server.billing?.settled();
     expect(await planOf('latepayer@example.com')).toBe('pro');
     expect((await fetch(`${server.url}/api/v1/usage`, { headers: bearer(key) })).status).toBe(200);
   });
@@ -292,7 +305,44 @@ describe('Pro by subscription, against a fake of Stripe through the real stripe 
     expect(log).not.toContain(SECRET_KEY);
     // The real delivery still works afterwards.
     expect((await fake.deliver(event)).status).toBe(200);
+    await server.billing?.settled();
     expect(await planOf('target@example.com')).toBe('free');
+  });
+
+  it('an event whose handling fails (Stripe unreachable) stays in the inbox and the sweep applies it later', async () => {
+    const { subId } = await subscribe('outage@example.com');
+    fake.updateSubscription(subId, { status: 'canceled' });
+    const deleted = fake.event('customer.subscription.deleted', fake.subscriptions.get(subId) ?? {});
+    fake.failRequests = 1;
+    const res = await fake.deliver(deleted);
+    expect(await res.json()).toEqual({ received: true, outcome: 'queued' });
+    await server.billing?.settled();
+    expect(server.logLines.findLast((l) => l.event_id === deleted.id)).toMatchObject({
+      msg: 'stripe event failed; the sweep retries it',
+      attempts: 1,
+    });
+    expect(await planOf('outage@example.com')).toBe('pro');
+    expect(await server.billing?.store.eventSeen(String(deleted.id))).toBe(false);
+    // The failure is logged with Stripe's error, never the secret key the request carried.
+    expect(server.rawLog.join('')).not.toContain(SECRET_KEY);
+    // A redelivery by Stripe meanwhile is a copy of what the inbox holds.
+    expect(await (await fake.deliver(deleted)).json()).toEqual({ received: true, outcome: 'duplicate' });
+    // Not before its next try is due (a minute after the failure)…
+    clock += 30_000;
+    await server.billing?.sweep();
+    expect(await planOf('outage@example.com')).toBe('pro');
+    // …then handled once.
+    clock += 120_000;
+    await server.billing?.sweep();
+    expect(await planOf('outage@example.com')).toBe('free');
+    expect(server.logLines.findLast((l) => l.event_id === deleted.id)).toMatchObject({
+      msg: 'stripe event',
+      outcome: 'applied',
+    });
+    await server.billing?.sweep();
+    expect(server.logLines.filter((l) => l.event_id === deleted.id && l.msg === 'stripe event')).toHaveLength(
+      1,
+    );
   });
 
   it('a late webhook: the success page reads the session back from Stripe and shows Pro; the events then change nothing wrong', async () => {
@@ -321,6 +371,7 @@ describe('Pro by subscription, against a fake of Stripe through the real stripe 
       fake.holdEvents = false;
     }
     const late = await fake.flush();
+    await server.billing?.settled();
     expect(late.map((r) => r.status)).toEqual([200, 200, 200]);
     expect(await planOf('early@example.com')).toBe('pro');
   });

@@ -46,6 +46,13 @@ export interface Billing {
   portalUrl(account: Account, baseUrl: string): Promise<string | undefined>;
   /** Verify a webhook delivery (raw body and Stripe-Signature header); throws when it is not Stripe's. */
   verify(body: Buffer, signature: string): Promise<Stripe.Event>;
+  /** Keep a verified event in the inbox; false for a redelivery of one received before. */
+  receive(event: Stripe.Event): Promise<boolean>;
+  /** Handle a received event after the answer (in this process); a failure is retried by the sweep. */
+  enqueue(event: Stripe.Event, requestId?: string): void;
+  /** Resolves once every event this process is handling is done (for tests and shutdown). */
+  settled(): Promise<void>;
+  /** Handle one event now: read the subscription back from Stripe, apply it. */
   handle(event: Stripe.Event): Promise<{ outcome: EventOutcome; accountId?: string }>;
   /**
    * On the success page: read the finished Checkout Session and its subscription back from Stripe
@@ -53,7 +60,10 @@ export interface Billing {
    * session, and only while no event of that subscription has been applied (any event wins over it).
    */
   syncCheckout(account: Account, sessionId: string): Promise<EventOutcome | 'not_found'>;
-  /** The sweep: drop paid Pro whose grace or cancelled period ran out. The accounts changed. */
+  /**
+   * The sweep: handle inbox events whose first try failed or never ran (the process stopped), then
+   * drop paid Pro whose grace or cancelled period ran out. The accounts whose plan it ended.
+   */
   sweep(): Promise<string[]>;
 }
 
@@ -141,9 +151,81 @@ export function createBilling(
     };
   };
 
+  const handle: Billing['handle'] = async (event) => {
+    const at = now().toISOString();
+    const subscriptionId = subscriptionOf(event);
+    if (!subscriptionId) {
+      await store.recordEvent(event.id, event.type, at);
+      return { outcome: 'ignored' };
+    }
+    // A redelivery costs no API call.
+    if (await store.eventSeen(event.id)) return { outcome: 'duplicate' };
+    if (event.type === 'checkout.session.completed') {
+      const session = event.data.object as Stripe.Checkout.Session;
+      const accountId = session.metadata?.account_id ?? session.client_reference_id;
+      const customerId = typeof session.customer === 'string' ? session.customer : session.customer?.id;
+      if (accountId && customerId && (await db.findAccountById(accountId)))
+        await store.linkCustomer(accountId, customerId, at);
+    }
+    // The subscription as Stripe has it now, not as the event carried it: events arrive late,
+    // twice and out of order, and the newest state is what counts.
+    const sub = await (await stripe()).subscriptions.retrieve(subscriptionId);
+    const snapshot = await snapshotOf(sub);
+    if (typeof snapshot === 'string') {
+      await store.recordEvent(event.id, event.type, at);
+      return { outcome: snapshot };
+    }
+    const outcome = await store.applySubscription({
+      eventId: event.id,
+      eventType: event.type,
+      eventAt: event.created,
+      snapshot,
+      now: at,
+      graceMs: config.billingGraceDays * DAY_MS,
+    });
+    return { outcome, accountId: snapshot.accountId };
+  };
+
+  const inFlight = new Set<Promise<void>>();
+  /** One try of a received event; a failure leaves it in the inbox for a later sweep. */
+  const attempt = async (event: Stripe.Event, attempts: number, requestId?: string) => {
+    try {
+      const { outcome, accountId } = await handle(event);
+      logger.info(
+        { request_id: requestId, event_id: event.id, event_type: event.type, outcome, account_id: accountId },
+        'stripe event',
+      );
+    } catch (err) {
+      // Backoff: 1, 2, 4 … minutes, at most an hour (Stripe itself stops after 3 days).
+      const delayMs = Math.min(60, 2 ** attempts) * 60_000;
+      await store
+        .deferEvent(event.id, new Date(now().getTime() + delayMs).toISOString())
+        .catch((deferErr: unknown) =>
+          logger.error({ err: deferErr, event_id: event.id }, 'stripe event not deferred'),
+        );
+      logger.error(
+        { err, event_id: event.id, event_type: event.type, attempts: attempts + 1 },
+        'stripe event failed; the sweep retries it',
+      );
+    }
+  };
+  const track = (work: Promise<void>) => {
+    inFlight.add(work);
+    void work.finally(() => inFlight.delete(work));
+  };
+
   return {
     store,
     redirectOrigins: options.redirectOrigins ?? STRIPE_REDIRECT_ORIGINS,
+    async receive(event) {
+      return store.receiveEvent(event.id, event.type, JSON.stringify(event), now().toISOString());
+    },
+    enqueue(event, requestId) {
+      track(attempt(event, 0, requestId));
+    },
+    async settled() {
+      while (inFlight.size > 0) await Promise.all([...inFlight]);
+    },
     stripe,
     async checkoutUrl(account, baseUrl) {
       const customer = await customerOf(account);
@@ -181,40 +263,7 @@ export function createBilling(
         now().getTime(),
       );
     },
-    async handle(event) {
-      const at = now().toISOString();
-      const subscriptionId = subscriptionOf(event);
-      if (!subscriptionId) {
-        await store.recordEvent(event.id, event.type, at);
-        return { outcome: 'ignored' };
-      }
-      // A redelivery costs no API call.
-      if (await store.eventSeen(event.id)) return { outcome: 'duplicate' };
-      if (event.type === 'checkout.session.completed') {
-        const session = event.data.object as Stripe.Checkout.Session;
-        const accountId = session.metadata?.account_id ?? session.client_reference_id;
-        const customerId = typeof session.customer === 'string' ? session.customer : session.customer?.id;
-        if (accountId && customerId && (await db.findAccountById(accountId)))
-          await store.linkCustomer(accountId, customerId, at);
-      }
-      // The subscription as Stripe has it now, not as the event carried it: events arrive late,
-      // twice and out of order, and the newest state is what counts.
-      const sub = await (await stripe()).subscriptions.retrieve(subscriptionId);
-      const snapshot = await snapshotOf(sub);
-      if (typeof snapshot === 'string') {
-        await store.recordEvent(event.id, event.type, at);
-        return { outcome: snapshot };
-      }
-      const outcome = await store.applySubscription({
-        eventId: event.id,
-        eventType: event.type,
-        eventAt: event.created,
-        snapshot,
-        now: at,
-        graceMs: config.billingGraceDays * DAY_MS,
-      });
-      return { outcome, accountId: snapshot.accountId };
-    },
+    handle,
     async syncCheckout(account, sessionId) {
       const customer = await store.findCustomer(account.id);
       if (!customer || !/^cs_[A-Za-z0-9_]{1,200}$/.test(sessionId)) return 'not_found';
@@ -238,6 +287,20 @@ export function createBilling(
       });
     },
     async sweep() {
+      // Only events whose first try had a minute: younger ones are still being handled in-process.
+      const due = new Date(now().getTime() - 60_000).toISOString();
+      for (const pending of await store.pendingEvents(due, 100)) {
+        let event: Stripe.Event;
+        try {
+          event = JSON.parse(pending.payload) as Stripe.Event;
+        } catch (err) {
+          logger.error({ err, event_id: pending.id }, 'stripe event in the inbox is not JSON; dropped');
+          await store.recordEvent(pending.id, pending.type, now().toISOString());
+          continue;
+        }
+        await attempt(event, pending.attempts);
+      }
+      await store.pruneEvents(new Date(now().getTime() - 30 * DAY_MS).toISOString());
       const changed = await store.expire(now().toISOString());
       for (const accountId of changed)
         logger.info({ account_id: accountId }, 'paid plan ended (grace or cancelled period over)');

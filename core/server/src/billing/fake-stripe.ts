@@ -43,6 +43,8 @@ export interface FakeStripe {
   ): Promise<Response>;
   /** Every event made so far, in order. */
   events: Json[];
+  /** The next this many API requests are answered 500 (with `Stripe-Should-Retry: false`): an outage. */
+  failRequests: number;
   /** While true, events the hosted pages cause are held back (a late webhook); `flush()` sends them. */
   holdEvents: boolean;
   /** Deliver the held events, in order; their responses. */
@@ -200,6 +202,13 @@ export async function startFakeStripe(options: FakeStripeOptions): Promise<FakeS
     }
     const form = req.method === 'POST' ? await readForm(req) : {};
     requests.push({ method: req.method ?? '', path, form });
+    if (fake.failRequests > 0) {
+      fake.failRequests--;
+      res.writeHead(500, { 'content-type': 'application/json', 'stripe-should-retry': 'false' });
+      return res.end(
+        JSON.stringify({ error: { type: 'api_error', message: 'Something went wrong on our end.' } }),
+      );
+    }
     const parts = path.split('/').filter(Boolean); // ['v1', ...]
     const [, resource, second, third] = parts;
     if (req.method === 'POST' && resource === 'customers' && !second) {
@@ -343,6 +352,7 @@ export async function startFakeStripe(options: FakeStripeOptions): Promise<FakeS
     deliver,
     events,
     holdEvents: false,
+    failRequests: 0,
     async flush() {
       const out: Response[] = [];
       for (const ev of held.splice(0)) out.push(await deliver(ev));

@@ -9,8 +9,9 @@ import type { Billing } from './billing.ts';
  * same), so this route reads its own body and runs before any other body parser. A delivery that is
  * not Stripe's (no or wrong signature, or signed more than 5 minutes ago: a replay) is answered 400
  * and logged with the reason, the address and the request id — never the header, the body or the
- * secret. Handled events are answered 200; an error on our side (Stripe's API or the database down)
- * is a 5xx, and Stripe delivers the event again later.
+ * secret. A verified event is kept in the inbox (billing_events) and answered 200 at once; it is
+ * handled right after in this process, and a try that fails (Stripe's API or the database down) is
+ * retried by the sweep. Only failing to keep it is a 5xx, and then Stripe delivers it again.
  */
 export function stripeWebhookRouter(billing: Billing, logger: Logger): express.Router {
   const router = express.Router();
@@ -44,18 +45,13 @@ export function stripeWebhookRouter(billing: Billing, logger: Logger): express.R
       );
       return;
     }
-    const { outcome, accountId } = await billing.handle(event);
-    logger.info(
-      {
-        request_id: requestIdOf(req),
-        event_id: event.id,
-        event_type: event.type,
-        outcome,
-        account_id: accountId,
-      },
-      'stripe event',
-    );
-    res.json({ received: true, outcome });
+    // Kept first (a redelivery stops here), answered, then handled: Stripe waits only for the insert.
+    if (!(await billing.receive(event))) {
+      res.json({ received: true, outcome: 'duplicate' });
+      return;
+    }
+    res.json({ received: true, outcome: 'queued' });
+    billing.enqueue(event, requestIdOf(req));
   });
   return router;
 }
