@@ -29,6 +29,8 @@ export const ALLOWED: Record<string, readonly string[]> = {
 
 /** The only entries of another package the Node client's shipped code may import. */
 const CLIENT_MAY_IMPORT = new Set(['@compresso/schema/wire']);
+/** Packages whose npm name is not `@compresso/<directory>`. */
+const DIRECTORY_OF: Record<string, string> = { 'integration-kit': 'kit' };
 
 /** Tests (and the helpers only tests load) may import any package, through its entries only. */
 export function isTestFile(path: string): boolean {
@@ -109,7 +111,7 @@ export function readGraph(root = REPO): { packages: string[]; edges: Edge[]; pro
         }
         const scoped = /^@compresso\/([a-z0-9-]+)/.exec(specifier);
         if (!scoped) continue;
-        const to = scoped[1]!;
+        const to = DIRECTORY_OF[scoped[1]!] ?? scoped[1]!;
         if (to === pkg) continue;
         edges.push({ from: pkg, to, specifier, file: rel, test });
       }
