@@ -12,6 +12,7 @@ import {
 } from '@compresso/integration-kit';
 import type { BlobStore, Database, JobContext, JobQueue, Logger, QueueWorker } from '@compresso/runtime';
 import type { SessionStorage } from '@shopify/shopify-app-session-storage';
+import type { RestoreJob } from './admin.ts';
 import type { ShopifyConfig } from './config.ts';
 import type { ShopStore } from './shop-store.ts';
 import { type ShopifyApiHandle, shopifyPlatform } from './shopify-platform.ts';
@@ -143,11 +144,6 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     return { assets, backups: backupsErased };
   }
 
-  const running = deps.queue.work(
-    { [JOBS.product]: productJob, [JOBS.eraseShop]: eraseShop },
-    { concurrency: deps.concurrency ?? deps.config.workerConcurrency },
-  );
-
   const restore = async (shop: string, assetIds: readonly string[]) => {
     const results: { assetId: string; outcome: RestoreOutcome }[] = [];
     const mine = makeOptimizer();
@@ -164,20 +160,28 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     return results;
   };
 
-  return {
-    optimizer,
-    running,
-    restore,
-    async restoreShop(shop) {
-      const ids: string[] = [];
-      for (let after: string | undefined; ; ) {
-        const page = await ledger.list(shop, { limit: 200, ...(after ? { after } : {}) });
-        ids.push(...page.filter((a) => a.backupKey).map((a) => a.assetId));
-        if (page.length < 200) break;
-        after = page[page.length - 1]?.assetId;
-      }
-      return restore(shop, ids);
-    },
-    close: () => running.close(),
-  };
+  async function restoreShop(shop: string) {
+    const ids: string[] = [];
+    for (let after: string | undefined; ; ) {
+      const page = await ledger.list(shop, { limit: 200, ...(after ? { after } : {}) });
+      ids.push(...page.filter((a) => a.backupKey).map((a) => a.assetId));
+      if (page.length < 200) break;
+      after = page[page.length - 1]?.assetId;
+    }
+    return restore(shop, ids);
+  }
+
+  async function restoreJob(job: JobContext<RestoreJob>) {
+    const { shop, assetIds } = job.data;
+    const results = assetIds === 'all' ? await restoreShop(shop) : await restore(shop, assetIds);
+    logger.info({ shop, images: results.length }, 'restore');
+    return results;
+  }
+
+  const running = deps.queue.work(
+    { [JOBS.product]: productJob, [JOBS.eraseShop]: eraseShop, [JOBS.restore]: restoreJob },
+    { concurrency: deps.concurrency ?? deps.config.workerConcurrency },
+  );
+
+  return { optimizer, running, restore, restoreShop, close: () => running.close() };
 }
