@@ -133,6 +133,27 @@ describe('the embedded admin (session-token API and page)', () => {
     expect((await api(`/api/admin/jobs/${job_id}`, {}, sessionToken(other))).status).toBe(404);
   }, 240_000);
 
+  it('connects a merchant’s own key once the API accepts it; a refused or malformed key is 400 naming the field', async () => {
+    const { proAccount } = await import('@compresso/server/testing');
+    const own = await proAccount(h.compresso.db, 'merchant@example.com');
+    const malformed = await api('/api/admin/key', { method: 'POST', body: JSON.stringify({ key: 'hello' }) });
+    expect(malformed.status).toBe(400);
+    const refused = await api('/api/admin/key', {
+      method: 'POST',
+      body: JSON.stringify({ key: `cmp_live_${'x'.repeat(43)}` }),
+    });
+    expect(refused.status).toBe(400);
+    expect(
+      ((await refused.json()) as { error: { details: { field: string }[] } }).error.details[0]?.field,
+    ).toBe('key');
+    const before = await h.app.app.shops.key(shop);
+    expect(before).not.toBe(own.key);
+    const ok = await api('/api/admin/key', { method: 'POST', body: JSON.stringify({ key: own.key }) });
+    expect(ok.status).toBe(200);
+    expect(await h.app.app.shops.key(shop)).toBe(own.key);
+    expect((await h.app.app.shops.find(shop))?.keySource).toBe('merchant');
+  });
+
   it('serves the page with the app’s key for App Bridge', async () => {
     const page = await fetch(`${h.appUrl}/`);
     expect(page.status).toBe(200);

@@ -1,3 +1,4 @@
+import { AuthenticationError, Compresso, PermissionError } from '@compresso/client';
 import { assetLedger } from '@compresso/integration-kit';
 import type { Database, JobQueue } from '@compresso/runtime';
 import express, { type Request, type Response } from 'express';
@@ -13,6 +14,9 @@ export interface RestoreJob {
 }
 
 const SettingsPatchSchema = ShopSettingsSchema.partial().strict();
+const KeyRequestSchema = z
+  .object({ key: z.string().regex(/^cmp_live_[A-Za-z0-9_-]{20,100}$/, 'a Compresso API key, cmp_live_…') })
+  .strict();
 const RestoreRequestSchema = z.union([
   z
     .object({
@@ -55,6 +59,9 @@ export function adminRouter(deps: {
   shops: ShopStore;
   authenticated: express.RequestHandler;
   apiKey: string;
+  /** The Compresso API a merchant's own key is checked against. */
+  compressoBaseUrl: string;
+  fetch?: typeof fetch;
 }): express.Router {
   const { shops, queue } = deps;
   const ledger = assetLedger(deps.db);
@@ -101,6 +108,34 @@ export function adminRouter(deps: {
       return;
     }
     res.json({ settings: await shops.updateSettings(shopOf(res), parsed.data) });
+  });
+
+  // A merchant who has a Compresso account connects its key instead of the one made on install: it
+  // is checked against the API first (a key that does not work, or has no API plan, is refused).
+  router.post('/api/admin/key', async (req: Request, res: Response) => {
+    const parsed = KeyRequestSchema.safeParse(req.body ?? {});
+    if (!parsed.success) {
+      badRequest(res, 'Expected {"key": "cmp_live_…"}.', problems(parsed.error, req.body));
+      return;
+    }
+    const client = new Compresso(parsed.data.key, {
+      baseUrl: deps.compressoBaseUrl,
+      maxRetries: 1,
+      ...(deps.fetch ? { fetch: deps.fetch } : {}),
+    });
+    try {
+      const usage = await client.usage();
+      await shops.setKey(shopOf(res), { secret: parsed.data.key, source: 'merchant' });
+      res.json({ connected: true, key_source: 'merchant', plan: usage.plan });
+    } catch (error) {
+      if (error instanceof AuthenticationError || error instanceof PermissionError) {
+        badRequest(res, `The API refused this key: ${error.message}`, [
+          { field: 'key', expected: 'a working key of an account with the API', received: 'a refused key' },
+        ]);
+        return;
+      }
+      throw error;
+    }
   });
 
   router.post('/api/admin/restore', async (req: Request, res: Response) => {

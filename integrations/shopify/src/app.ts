@@ -106,6 +106,8 @@ export function createShopifyApp(deps: ShopifyAppDeps): ShopifyApp {
       shops,
       authenticated: shopify.validateAuthenticatedSession(),
       apiKey: config.shopifyApiKey,
+      compressoBaseUrl: config.compressoBaseUrl,
+      ...(deps.fetch ? { fetch: deps.fetch } : {}),
     }),
   );
 
