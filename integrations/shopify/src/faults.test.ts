@@ -56,7 +56,9 @@ describe('faults', () => {
     const touched = h.fake.deliveries.filter((d) => d.body.includes(product.id)).at(-1)!;
     expect(touched.topic).toBe('products/update');
     const end = await finished(webhookJobId(touched.webhookId));
-    expect(end.type).toBe('completed');
+    expect(end, JSON.stringify(events.filter((e) => e.type === 'failed'))).toMatchObject({
+      type: 'completed',
+    });
 
     const ledger = h.app.app.worker!.optimizer.ledger;
     const failed = await ledger.get(shop, rejected);

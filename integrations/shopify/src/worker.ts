@@ -124,13 +124,19 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     let retry: string | undefined;
     const mine = makeOptimizer();
     for (const assetId of mediaIds) {
-      const outcome = await mine.optimize(shop, assetId, { signal: job.signal });
+      let outcome = await mine.optimize(shop, assetId, { signal: job.signal });
+      // Busy: another job holds the image (the webhook its own replacement caused, usually done in
+      // moments). Wait for it here rather than spend one of the job's attempts on it.
+      for (let wait = 100; outcome.kind === 'busy' && wait <= 10_000; wait *= 2) {
+        await clock.sleep(wait, job.signal);
+        outcome = await mine.optimize(shop, assetId, { signal: job.signal });
+      }
       outcomes.push({ assetId, outcome });
       if (outcome.kind === 'retry' || outcome.kind === 'busy') retry ??= `${assetId}: ${outcome.kind}`;
       logger.info({ shop, product: productId, asset: assetId, outcome: outcome.kind }, 'image');
     }
-    // A transient failure (Shopify or the API unavailable, another worker on the same image) runs the
-    // job again after the queue's backoff; what was settled stays settled (the ledger).
+    // A transient failure (Shopify or the API unavailable) runs the job again after the queue's
+    // backoff; what was settled stays settled (the ledger).
     if (retry) throw new Error(`retry later: ${retry}`);
     return { shop, productId, outcomes };
   }
