@@ -89,6 +89,68 @@ export function describeBillingStoreBattery(name: string, open: OpenDatabase): v
     );
 
     it(
+      'the inbox: a received event is pending until handled, a redelivery is not received twice, a failed try waits',
+      withDb(async (db) => {
+        const billing = billingStore(db);
+        const a = await createAccount(db, 'a@example.com');
+        expect(
+          await billing.receiveEvent('evt_in', 'customer.subscription.created', '{"id":"evt_in"}', at(0)),
+        ).toBe(true);
+        expect(
+          await billing.receiveEvent('evt_in', 'customer.subscription.created', '{"id":"evt_in"}', at(1)),
+        ).toBe(false);
+        expect(await billing.receiveEvent('evt_skip', 'invoice.created', '{"id":"evt_skip"}', at(2))).toBe(
+          true,
+        );
+        expect(await billing.eventSeen('evt_in')).toBe(false);
+        expect(await billing.pendingEvents(at(5), 10)).toEqual([
+          { id: 'evt_in', type: 'customer.subscription.created', payload: '{"id":"evt_in"}', attempts: 0 },
+          { id: 'evt_skip', type: 'invoice.created', payload: '{"id":"evt_skip"}', attempts: 0 },
+        ]);
+        await billing.deferEvent('evt_in', at(60_000));
+        expect((await billing.pendingEvents(at(59_999), 10)).map((e) => e.id)).toEqual(['evt_skip']);
+        expect(await billing.pendingEvents(at(60_000), 1)).toEqual([
+          { id: 'evt_in', type: 'customer.subscription.created', payload: '{"id":"evt_in"}', attempts: 1 },
+        ]);
+        // Handling claims it: applied once, then gone from the inbox.
+        const input = {
+          eventId: 'evt_in',
+          eventType: 'customer.subscription.created',
+          eventAt: sec(0),
+          now: at(60_000),
+          graceMs: DAY,
+          snapshot: snapshot(a.id),
+        };
+        expect(await billing.applySubscription(input)).toBe('applied');
+        expect(await billing.applySubscription(input)).toBe('duplicate');
+        expect(await billing.recordEvent('evt_skip', 'invoice.created', at(60_000))).toBe(true);
+        expect(await billing.recordEvent('evt_skip', 'invoice.created', at(60_001))).toBe(false);
+        expect(await billing.pendingEvents(at(120_000), 10)).toEqual([]);
+        expect(await billing.eventSeen('evt_in')).toBe(true);
+        expect(await plan(db, a.id)).toBe('pro');
+      }),
+    );
+
+    it(
+      'the same event delivered five times at once is applied once',
+      withDb(async (db) => {
+        const billing = billingStore(db);
+        const a = await createAccount(db, 'a@example.com');
+        const input = {
+          eventId: 'evt_burst',
+          eventType: 'customer.subscription.created',
+          eventAt: sec(0),
+          now: at(0),
+          graceMs: DAY,
+          snapshot: snapshot(a.id),
+        };
+        const outcomes = await Promise.all(Array.from({ length: 5 }, () => billing.applySubscription(input)));
+        expect(outcomes.sort()).toEqual(['applied', 'duplicate', 'duplicate', 'duplicate', 'duplicate']);
+        expect(await plan(db, a.id)).toBe('pro');
+      }),
+    );
+
+    it(
       'an event older than the last applied one is stale and changes nothing (reordered delivery)',
       withDb(async (db) => {
         const billing = billingStore(db);

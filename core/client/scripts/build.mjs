@@ -24,6 +24,7 @@ const schemaSrc = join(dirname(createRequire(import.meta.url).resolve('@compress
 const WIRE_FILES = [
   'wire.ts',
   'ai-table.ts',
+  'body-members.ts',
   'error-codes.ts',
   'formats.ts',
   'option-table.ts',

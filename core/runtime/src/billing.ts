@@ -65,6 +65,14 @@ export interface BillingCustomer {
 
 export type ApplyOutcome = 'applied' | 'duplicate' | 'stale';
 
+export interface PendingEvent {
+  id: string;
+  type: string;
+  payload: string;
+  /** Tries that failed so far. */
+  attempts: number;
+}
+
 export interface ApplySubscriptionInput {
   /** The provider's event id: each is applied once however often it is delivered. */
   eventId: string;
@@ -95,9 +103,18 @@ export interface BillingStore {
    * once) gets the existing link back, so an account never ends up with two customers here.
    */
   linkCustomer(accountId: string, customerId: string, now: string): Promise<BillingCustomer>;
+  /**
+   * The webhook's inbox: keep a verified event (its JSON) to be handled after the answer. False when
+   * the id was received before (a redelivery: nothing to do).
+   */
+  receiveEvent(eventId: string, eventType: string, payload: string, now: string): Promise<boolean>;
+  /** Received events not yet handled whose next try is due at `now`, oldest first. */
+  pendingEvents(now: string, limit: number): Promise<PendingEvent[]>;
+  /** A try failed (Stripe or the database unreachable): count it and try again at `nextAt`. */
+  deferEvent(eventId: string, nextAt: string): Promise<void>;
   /** Whether an event id was already handled. */
   eventSeen(eventId: string): Promise<boolean>;
-  /** Record an event that changes no subscription; false when it was recorded before. */
+  /** Mark an event that changes no subscription handled; false when it was handled before. */
   recordEvent(eventId: string, eventType: string, now: string): Promise<boolean>;
   /**
    * In one transaction: record the event (a second delivery is 'duplicate' and changes nothing); if
@@ -167,6 +184,19 @@ export const BILLING_MIGRATIONS: MigrationSet = {
         );
       `,
     },
+    {
+      // Version 2: the inbox. Events are kept when verified and handled after the answer; rows of
+      // version 1 were handled when recorded.
+      version: 2,
+      sql: `
+        ALTER TABLE billing_events ADD COLUMN payload TEXT;
+        ALTER TABLE billing_events ADD COLUMN processed_at TEXT;
+        ALTER TABLE billing_events ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE billing_events ADD COLUMN next_at TEXT;
+        UPDATE billing_events SET processed_at = received_at;
+        CREATE INDEX billing_events_pending ON billing_events (next_at) WHERE processed_at IS NULL;
+      `,
+    },
   ],
   postgres: [
     {
@@ -195,6 +225,17 @@ export const BILLING_MIGRATIONS: MigrationSet = {
           type text NOT NULL,
           received_at timestamptz NOT NULL
         );
+      `,
+    },
+    {
+      version: 2,
+      sql: `
+        ALTER TABLE billing_events ADD COLUMN payload text;
+        ALTER TABLE billing_events ADD COLUMN processed_at timestamptz;
+        ALTER TABLE billing_events ADD COLUMN attempts integer NOT NULL DEFAULT 0;
+        ALTER TABLE billing_events ADD COLUMN next_at timestamptz;
+        UPDATE billing_events SET processed_at = received_at;
+        CREATE INDEX billing_events_pending ON billing_events (next_at) WHERE processed_at IS NULL;
       `,
     },
   ],

@@ -169,6 +169,33 @@ export interface Config {
    * (COMPRESSO_BILLING_GRACE_DAYS); 0 drops it at once. Default 3: Stripe's first automatic retry.
    */
   billingGraceDays: number;
+  /**
+   * Which AI provider does generation and generative edits (COMPRESSO_AI_PROVIDER): openai or
+   * replicate. Default: openai when OPENAI_API_KEY is set, else replicate when REPLICATE_API_TOKEN
+   * is; with neither, the AI routes that need one answer 501 PROVIDER_NOT_CONFIGURED.
+   */
+  aiProvider: 'openai' | 'replicate' | undefined;
+  /** Key of an OpenAI-compatible API (OPENAI_API_KEY), the name that ecosystem uses. Never logged. */
+  openaiApiKey: string | undefined;
+  /** Its base URL (OPENAI_BASE_URL), with the /v1: any OpenAI-compatible images and chat API. */
+  openaiBaseUrl: string;
+  /** Replicate's API token (REPLICATE_API_TOKEN). Never logged. */
+  replicateApiToken: string | undefined;
+  /** Replicate's API base (REPLICATE_BASE_URL), with the /v1. */
+  replicateBaseUrl: string;
+  /** Longest a provider call may take, polling included, in ms (COMPRESSO_AI_TIMEOUT_MS). */
+  aiTimeoutMs: number;
+  /**
+   * The provider's model for each of our generation models (COMPRESSO_AI_MODEL_FAST, _PHOTO,
+   * _DESIGN, _ICON), for generative edits (COMPRESSO_AI_EDIT_MODEL) and for alt text
+   * (COMPRESSO_AI_VISION_MODEL); unset means the adapter's default (server README, "AI").
+   */
+  aiModelFast: string | undefined;
+  aiModelPhoto: string | undefined;
+  aiModelDesign: string | undefined;
+  aiModelIcon: string | undefined;
+  aiEditModel: string | undefined;
+  aiVisionModel: string | undefined;
 }
 
 const intFrom = (min: number, max: number) =>
@@ -225,6 +252,12 @@ const trustProxySchema = z
     }
     return entries;
   });
+
+/** A provider's model id: `gpt-image-1`, `black-forest-labs/flux-schnell`, `owner/name:version`. */
+const aiModelName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/, 'expected a model id such as gpt-image-1 or owner/name')
+  .optional();
 
 const ConfigSchema = z.object({
   port: intFrom(0, 65_535).default(3000),
@@ -307,6 +340,22 @@ const ConfigSchema = z.object({
     .regex(/^price_[A-Za-z0-9]{4,}$/, 'expected a Stripe price id (price_…)')
     .optional(),
   billingGraceDays: intFrom(0, 60).default(3),
+  aiProvider: z.enum(['openai', 'replicate'], { error: 'expected openai or replicate' }).optional(),
+  openaiApiKey: z.string().min(1).max(512).optional(),
+  openaiBaseUrl: z
+    .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+    .default('https://api.openai.com/v1'),
+  replicateApiToken: z.string().min(1).max(512).optional(),
+  replicateBaseUrl: z
+    .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+    .default('https://api.replicate.com/v1'),
+  aiTimeoutMs: intFrom(1000, 600_000).default(120_000),
+  aiModelFast: aiModelName,
+  aiModelPhoto: aiModelName,
+  aiModelDesign: aiModelName,
+  aiModelIcon: aiModelName,
+  aiEditModel: aiModelName,
+  aiVisionModel: aiModelName,
 });
 
 /** Environment variable behind each config field, for error messages and docs. */
@@ -354,6 +403,18 @@ export const CONFIG_ENV: Record<keyof Config, string> = {
   stripeWebhookSecret: 'STRIPE_WEBHOOK_SECRET',
   stripePricePro: 'STRIPE_PRICE_PRO',
   billingGraceDays: 'COMPRESSO_BILLING_GRACE_DAYS',
+  aiProvider: 'COMPRESSO_AI_PROVIDER',
+  openaiApiKey: 'OPENAI_API_KEY',
+  openaiBaseUrl: 'OPENAI_BASE_URL',
+  replicateApiToken: 'REPLICATE_API_TOKEN',
+  replicateBaseUrl: 'REPLICATE_BASE_URL',
+  aiTimeoutMs: 'COMPRESSO_AI_TIMEOUT_MS',
+  aiModelFast: 'COMPRESSO_AI_MODEL_FAST',
+  aiModelPhoto: 'COMPRESSO_AI_MODEL_PHOTO',
+  aiModelDesign: 'COMPRESSO_AI_MODEL_DESIGN',
+  aiModelIcon: 'COMPRESSO_AI_MODEL_ICON',
+  aiEditModel: 'COMPRESSO_AI_EDIT_MODEL',
+  aiVisionModel: 'COMPRESSO_AI_VISION_MODEL',
 };
 
 export class ConfigError extends Error {
@@ -381,6 +442,8 @@ const BASE_SECRETS: ReadonlySet<string> = new Set([
   'smtpUrl',
   'stripeSecretKey',
   'stripeWebhookSecret',
+  'openaiApiKey',
+  'replicateApiToken',
 ]);
 
 /**
@@ -417,6 +480,13 @@ export type AppConfigLoader<F extends ConfigFields> = (
 ) => Config & ConfigValues<F>;
 
 const BASE_RULES: ConfigRule<Config>[] = [
+  (config, source) => {
+    if (config.aiProvider === 'openai' && !config.openaiApiKey)
+      return [`${source('aiProvider')}: openai needs ${source('openaiApiKey')}`];
+    if (config.aiProvider === 'replicate' && !config.replicateApiToken)
+      return [`${source('aiProvider')}: replicate needs ${source('replicateApiToken')}`];
+    return [];
+  },
   (config, source) =>
     config.uploadMemoryBytes < config.maxUploadBytes
       ? [
@@ -469,6 +539,17 @@ function finishBase(data: BaseData): Config {
     stripeSecretKey: data.stripeSecretKey,
     stripeWebhookSecret: data.stripeWebhookSecret,
     stripePricePro: data.stripePricePro,
+    aiProvider: data.aiProvider,
+    openaiApiKey: data.openaiApiKey,
+    openaiBaseUrl: data.openaiBaseUrl.replace(/\/+$/, ''),
+    replicateApiToken: data.replicateApiToken,
+    replicateBaseUrl: data.replicateBaseUrl.replace(/\/+$/, ''),
+    aiModelFast: data.aiModelFast,
+    aiModelPhoto: data.aiModelPhoto,
+    aiModelDesign: data.aiModelDesign,
+    aiModelIcon: data.aiModelIcon,
+    aiEditModel: data.aiEditModel,
+    aiVisionModel: data.aiVisionModel,
   };
 }
 

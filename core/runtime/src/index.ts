@@ -16,6 +16,7 @@ export {
   type BillingView,
   describeSubscription,
   entitles,
+  type PendingEvent,
   type PlanSource,
   SUBSCRIPTION_STATUSES,
   type SubscriptionRecord,

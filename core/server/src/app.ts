@@ -17,6 +17,9 @@ import {
 } from '@compresso/runtime';
 import { CompressoError, CreateKeyRequestSchema, fieldProblems, KEY_NAME_MAX } from '@compresso/schema';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import type { AiProvider } from './ai/provider.ts';
+import { registerAiRoutes } from './ai/routes.ts';
+import { aiProviderFromConfig } from './ai/select.ts';
 import { authOf, requireApiKey } from './auth.ts';
 import { type Billing, type BillingOptions, createBilling } from './billing/billing.ts';
 import { stripeWebhookRouter } from './billing/webhook.ts';
@@ -64,6 +67,11 @@ export interface AppDeps {
    */
   billing?: Billing;
   billingOptions?: BillingOptions;
+  /**
+   * The AI provider of /generate, /edit (generative phrases) and /alt-text; by default the one the
+   * configuration names (OPENAI_API_KEY, REPLICATE_API_TOKEN), none when it names none.
+   */
+  ai?: AiProvider | undefined;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -242,6 +250,16 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   registerOperatorRoutes(routes, { db, logger, adminToken: config.adminToken });
+  registerAiRoutes(routes, {
+    engine,
+    config,
+    logger,
+    provider: 'ai' in deps ? deps.ai : aiProviderFromConfig(config),
+    auth: authIdempotent,
+    idempotency,
+    continueBody,
+    readImage,
+  });
 
   routes.add('usage', auth, (_req, res) => {
     const state = authOf(res);

@@ -4,6 +4,7 @@
  * entry of its own so tests import it by name rather than reaching into this package's files, and
  * so the package index (what `serve` loads) never pulls in sharp's test fixture code.
  */
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -27,6 +28,7 @@ import {
   sqliteDatabase,
 } from '@compresso/runtime';
 import sharp from 'sharp';
+import type { AiProvider } from './ai/provider.ts';
 import { createApp } from './app.ts';
 import { type Billing, type BillingOptions, createBilling } from './billing/billing.ts';
 import { createHttpServer } from './start.ts';
@@ -66,6 +68,8 @@ export async function startTestServer(
     idempotency?: IdempotencyStore;
     /** Where the Stripe client goes (a fake's `api`) and the origins its pages live at; with the STRIPE_* overrides. */
     billing?: BillingOptions;
+    /** The AI provider (an adapter pointed at a fake); by default the one the config names. */
+    ai?: AiProvider;
   } = { dbPath: ':memory:' },
 ): Promise<TestServer> {
   const config = loadConfig({}, { logLevel: 'info', maxUploadBytes: 1024 * 1024, ...options.overrides });
@@ -98,6 +102,7 @@ export async function startTestServer(
     ...(options.blobs ? { blobs: options.blobs } : {}),
     ...(options.now ? { now: options.now } : {}),
     ...(options.idempotency ? { idempotency: options.idempotency } : {}),
+    ...(options.ai ? { ai: options.ai } : {}),
   });
   const server = createHttpServer(app, config);
   await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 2048 }, resolve));
@@ -178,6 +183,16 @@ export function signupTokenFromLog(rawLog: string[]): string {
   return token;
 }
 
+export {
+  type FakeProvider,
+  type FakeRequest,
+  fakeOpenAi,
+  fakeReplicate,
+  gradientPng,
+  type OpenAiFakeMode,
+  type ReplicateFakeMode,
+} from './ai/fakes.ts';
+export { replicateProvider } from './ai/replicate.ts';
 /** A loopback fake of Stripe's API and hosted pages, for tests of paid plans. */
 export { type FakeStripe, type FakeStripeOptions, startFakeStripe } from './billing/fake-stripe.ts';
 /**

@@ -6,6 +6,12 @@ export {
   backupStore,
   sha256,
 } from './backups.ts';
+export {
+  type BulkRunner,
+  type BulkRunnerOptions,
+  createBulkRunner,
+  type RunProgress,
+} from './bulk-runner.ts';
 export { type Clock, systemClock } from './clock.ts';
 export {
   ASSET_STATES,
@@ -50,3 +56,4 @@ export {
   type Replacement,
   sameImageKind,
 } from './port.ts';
+export { type BulkRun, type RunCounts, type RunState, type RunStore, runStore } from './runs.ts';

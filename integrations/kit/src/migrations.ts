@@ -65,6 +65,8 @@ export const KIT_MIGRATIONS: MigrationSet = {
         CREATE INDEX kit_runs_state ON kit_runs (state);
       `,
     },
+    // The catalog's size when the platform can say (progress as done / total, time left).
+    { version: 2, sql: 'ALTER TABLE kit_runs ADD COLUMN total INTEGER' },
   ],
   postgres: [
     {
@@ -121,5 +123,6 @@ export const KIT_MIGRATIONS: MigrationSet = {
         CREATE INDEX kit_runs_state ON kit_runs (state);
       `,
     },
+    { version: 2, sql: 'ALTER TABLE kit_runs ADD COLUMN total integer' },
   ],
 };

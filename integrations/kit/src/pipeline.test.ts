@@ -303,6 +303,44 @@ describe('optimize pipeline: restore, faults, quota, alt text (sqlite file)', ()
     }
   });
 
+  it('prunes backups past the retention only for settled assets, and erases a site entirely', async () => {
+    const w = await world(sqlite!);
+    try {
+      const backups = backupStore({ blobs: w.blobs, retentionDays: 30 });
+      const optimizer = w.optimizer({ backups });
+      const done = w.platform.addAsset(w.site, await fixtureImage(81, 'jpeg'));
+      const inFlight = w.platform.addAsset(w.site, await fixtureImage(82, 'jpeg'));
+      expect((await optimizer.optimize(w.site, done)).kind).toBe('optimized');
+      // The second stops after its backup (a worker died there): its backup must outlive the retention.
+      let backedUp: () => void = () => {};
+      const stopped = new Promise<void>((resolve) => {
+        backedUp = resolve;
+      });
+      const stuck = w.optimizer({
+        backups,
+        owner: 'stuck',
+        afterStep: (step) => {
+          if (step !== 'backed-up') return;
+          backedUp();
+          return new Promise<void>(() => {});
+        },
+      });
+      void stuck.optimize(w.site, inFlight);
+      await stopped;
+      clock.advance(31 * 86_400_000);
+      expect(await optimizer.pruneBackups(w.site)).toBe(1);
+      expect((await optimizer.ledger.get(w.site, done))?.backupKey).toBeNull();
+      expect(await optimizer.restore(w.site, done)).toEqual({ kind: 'no-backup' });
+      expect(await w.backupCount()).toBe(1);
+      expect((await optimizer.ledger.get(w.site, inFlight))?.backupKey).not.toBeNull();
+      expect(await optimizer.eraseSite(w.site)).toEqual({ assets: 2, backups: 1 });
+      expect(await optimizer.ledger.list(w.site)).toEqual([]);
+      expect(await w.backupCount()).toBe(0);
+    } finally {
+      await w.close();
+    }
+  });
+
   it('sets alt text keeping the merchant own for undo, and undoes it', async () => {
     const w = await world(sqlite!);
     try {

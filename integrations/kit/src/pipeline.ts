@@ -99,6 +99,11 @@ export interface Optimizer {
   undoAltText(site: string, assetId: string): Promise<boolean>;
   /** Delete backups past the retention whose assets are settled, and forget their keys in the ledger. */
   pruneBackups(site: string): Promise<number>;
+  /**
+   * Forget the site: its ledger, its runs and every backup (Shopify's shop/redact). Stop its work
+   * first (uninstall): an asset in flight meanwhile could write its record again.
+   */
+  eraseSite(site: string): Promise<{ assets: number; backups: number }>;
 }
 
 export type RestoreOutcome =
@@ -438,6 +443,11 @@ export function createOptimizer(options: OptimizerOptions): Optimizer {
         if (done) pruned++;
       }
       return pruned;
+    },
+
+    async eraseSite(site) {
+      const assets = await ledger.eraseSite(site);
+      return { assets, backups: await backups.eraseSite(site) };
     },
   };
 }

@@ -78,6 +78,11 @@ export interface PlatformPort {
    * bulk run's row); a cursor the adapter did not issue is a PlatformError `INVALID`.
    */
   listAssets(site: string, options?: ListOptions): Promise<AssetPage>;
+  /**
+   * How many images the site has, when the platform can say cheaply (Shopify: a bulk operation's
+   * `objectCount`, a files count). Optional: a bulk run's progress is then done / total.
+   */
+  countAssets?(site: string, options?: CallOptions): Promise<number>;
   /** The asset's current bytes and facts. An unknown id is `NOT_FOUND`. */
   fetchAsset(site: string, assetId: string, options?: CallOptions): Promise<FetchedAsset>;
   /**

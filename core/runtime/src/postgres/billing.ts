@@ -82,19 +82,51 @@ export function postgresBillingStore(sql: PostgresSql): BillingStore {
       return (await findCustomer(accountId)) as BillingCustomer;
     },
     async eventSeen(eventId) {
-      return (await sql.query('SELECT 1 FROM billing_events WHERE id = $1', [eventId])).rowCount > 0;
+      return (
+        (
+          await sql.query('SELECT 1 FROM billing_events WHERE id = $1 AND processed_at IS NOT NULL', [
+            eventId,
+          ])
+        ).rowCount > 0
+      );
+    },
+    async receiveEvent(eventId, eventType, payload, now) {
+      const { rowCount } = await sql.query(
+        'INSERT INTO billing_events (id, type, received_at, payload, next_at) VALUES ($1, $2, $3, $4, $3) ON CONFLICT (id) DO NOTHING',
+        [eventId, eventType, now, payload],
+      );
+      return rowCount === 1;
+    },
+    async pendingEvents(now, limit) {
+      const { rows } = await sql.query(
+        'SELECT id, type, payload, attempts FROM billing_events WHERE processed_at IS NULL AND next_at <= $1 ORDER BY received_at, id LIMIT $2',
+        [now, limit],
+      );
+      return rows.map((r) => ({
+        id: String(r.id),
+        type: String(r.type),
+        payload: String(r.payload),
+        attempts: Number(r.attempts),
+      }));
+    },
+    async deferEvent(eventId, nextAt) {
+      await sql.query(
+        'UPDATE billing_events SET attempts = attempts + 1, next_at = $1 WHERE id = $2 AND processed_at IS NULL',
+        [nextAt, eventId],
+      );
     },
     async recordEvent(eventId, eventType, now) {
       const { rowCount } = await sql.query(
-        'INSERT INTO billing_events (id, type, received_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING',
+        'INSERT INTO billing_events (id, type, received_at, processed_at) VALUES ($1, $2, $3, $3) ON CONFLICT (id) DO UPDATE SET processed_at = excluded.processed_at WHERE billing_events.processed_at IS NULL',
         [eventId, eventType, now],
       );
       return rowCount === 1;
     },
     async applySubscription({ eventId, eventType, eventAt, snapshot, now, graceMs }) {
       return sql.transaction(async (tx): Promise<ApplyOutcome> => {
+        // Claims the event: inserted, or received earlier and not yet handled by anyone.
         const recorded = await tx.query(
-          'INSERT INTO billing_events (id, type, received_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING',
+          'INSERT INTO billing_events (id, type, received_at, processed_at) VALUES ($1, $2, $3, $3) ON CONFLICT (id) DO UPDATE SET processed_at = excluded.processed_at WHERE billing_events.processed_at IS NULL',
           [eventId, eventType, now],
         );
         if (recorded.rowCount !== 1) return 'duplicate';

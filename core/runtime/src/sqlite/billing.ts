@@ -64,24 +64,62 @@ export function sqliteBillingStore(sql: SqliteSql): BillingStore {
       return toCustomer(sql.get('SELECT * FROM billing_customers WHERE account_id = ?', accountId) as SqlRow);
     },
     async eventSeen(eventId) {
-      return Boolean(sql.get('SELECT 1 AS x FROM billing_events WHERE id = ?', eventId));
+      return Boolean(
+        sql.get('SELECT 1 AS x FROM billing_events WHERE id = ? AND processed_at IS NOT NULL', eventId),
+      );
+    },
+    async receiveEvent(eventId, eventType, payload, now) {
+      return (
+        sql.run(
+          'INSERT INTO billing_events (id, type, received_at, payload, next_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
+          eventId,
+          eventType,
+          now,
+          payload,
+          now,
+        ).changes === 1
+      );
+    },
+    async pendingEvents(now, limit) {
+      return sql
+        .all(
+          'SELECT id, type, payload, attempts FROM billing_events WHERE processed_at IS NULL AND next_at <= ? ORDER BY received_at, id LIMIT ?',
+          now,
+          limit,
+        )
+        .map((r) => ({
+          id: String(r.id),
+          type: String(r.type),
+          payload: String(r.payload),
+          attempts: Number(r.attempts),
+        }));
+    },
+    async deferEvent(eventId, nextAt) {
+      sql.run(
+        'UPDATE billing_events SET attempts = attempts + 1, next_at = ? WHERE id = ? AND processed_at IS NULL',
+        nextAt,
+        eventId,
+      );
     },
     async recordEvent(eventId, eventType, now) {
       return (
         sql.run(
-          'INSERT INTO billing_events (id, type, received_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING',
+          'INSERT INTO billing_events (id, type, received_at, processed_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET processed_at = excluded.processed_at WHERE billing_events.processed_at IS NULL',
           eventId,
           eventType,
+          now,
           now,
         ).changes === 1
       );
     },
     async applySubscription({ eventId, eventType, eventAt, snapshot, now, graceMs }) {
       return sql.transaction((): ApplyOutcome => {
+        // Claims the event: inserted, or received earlier and not yet handled by anyone.
         const recorded = sql.run(
-          'INSERT INTO billing_events (id, type, received_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING',
+          'INSERT INTO billing_events (id, type, received_at, processed_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET processed_at = excluded.processed_at WHERE billing_events.processed_at IS NULL',
           eventId,
           eventType,
+          now,
           now,
         );
         if (recorded.changes !== 1) return 'duplicate';

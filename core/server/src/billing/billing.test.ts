@@ -189,7 +189,12 @@ describe('Pro by subscription, against a fake of Stripe through the real stripe 
       expect(res.status).toBe(200);
       return ((await res.json()) as { outcome: string }).outcome;
     };
-    expect(await outcome(deleted)).toBe('applied');
+    // Stripe retrying while the first delivery is still being handled: one applies, the rest are copies.
+    const burst = await Promise.all(Array.from({ length: 4 }, () => fake.deliver(deleted)));
+    const outcomes = await Promise.all(
+      burst.map(async (r) => ((await r.json()) as { outcome: string }).outcome),
+    );
+    expect(outcomes.sort()).toEqual(['applied', 'duplicate', 'duplicate', 'duplicate']);
     expect(await planOf('reorder@example.com')).toBe('free');
     expect(await outcome(updated)).toBe('stale');
     expect(await outcome(deleted)).toBe('duplicate');
@@ -197,7 +202,9 @@ describe('Pro by subscription, against a fake of Stripe through the real stripe 
     expect(await planOf('reorder@example.com')).toBe('free');
     const usage = await fetch(`${server.url}/api/v1/usage`, { headers: bearer(key) });
     expect(usage.status).toBe(403);
-    expect(((await usage.json()) as { error: { code: string } }).error.code).toBe('PLAN_REQUIRED');
+    expect(await usage.json()).toMatchObject({
+      error: { code: 'PLAN_REQUIRED', message: expect.stringContaining('Subscribe or enter a promo code') },
+    });
     const subs = await billingStore(server.db).listSubscriptions(accountId);
     expect(subs).toEqual([expect.objectContaining({ id: subId, status: 'canceled', eventAt: created + 20 })]);
   });
@@ -286,6 +293,36 @@ describe('Pro by subscription, against a fake of Stripe through the real stripe 
     // The real delivery still works afterwards.
     expect((await fake.deliver(event)).status).toBe(200);
     expect(await planOf('target@example.com')).toBe('free');
+  });
+
+  it('a late webhook: the success page reads the session back from Stripe and shows Pro; the events then change nothing wrong', async () => {
+    const browser = await signUp(server, 'early@example.com');
+    const res = await browser.submit('/account', '/account/billing/checkout', {});
+    fake.holdEvents = true;
+    try {
+      const paid = await fetch(res.headers.get('location') ?? '', { method: 'POST', redirect: 'manual' });
+      const back = new URL(paid.headers.get('location') ?? '');
+      expect(await planOf('early@example.com')).toBe('free');
+      // Someone else's session id is not read for this account.
+      const other = [...fake.checkoutSessions.values()].find(
+        (s) => s.customer !== fake.checkoutSessions.get(back.searchParams.get('session_id') ?? '')?.customer,
+      );
+      expect(other).toBeDefined();
+      await browser.get(`/account/billing/success?session_id=${String(other?.id)}`);
+      expect(await planOf('early@example.com')).toBe('free');
+      expect(server.logLines.findLast((l) => l.msg === 'checkout synced on the success page')).toMatchObject({
+        msg: 'checkout synced on the success page',
+        outcome: 'not_found',
+      });
+      const landing = await (await browser.get(`${back.pathname}${back.search}`)).text();
+      expect(landing).toContain('<strong id="plan-name">Pro</strong>');
+      expect(landing).toMatch(/Active: renews on \d{4}-\d{2}-\d{2}\./);
+    } finally {
+      fake.holdEvents = false;
+    }
+    const late = await fake.flush();
+    expect(late.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(await planOf('early@example.com')).toBe('pro');
   });
 
   it('a promo-code Pro needs no subscription: the page says where Pro comes from and offers none', async () => {

@@ -47,6 +47,12 @@ export interface Billing {
   /** Verify a webhook delivery (raw body and Stripe-Signature header); throws when it is not Stripe's. */
   verify(body: Buffer, signature: string): Promise<Stripe.Event>;
   handle(event: Stripe.Event): Promise<{ outcome: EventOutcome; accountId?: string }>;
+  /**
+   * On the success page: read the finished Checkout Session and its subscription back from Stripe
+   * and apply them, so the buyer sees Pro even when the webhook is late. Only for this account's own
+   * session, and only while no event of that subscription has been applied (any event wins over it).
+   */
+  syncCheckout(account: Account, sessionId: string): Promise<EventOutcome | 'not_found'>;
   /** The sweep: drop paid Pro whose grace or cancelled period ran out. The accounts changed. */
   sweep(): Promise<string[]>;
 }
@@ -208,6 +214,28 @@ export function createBilling(
         graceMs: config.billingGraceDays * DAY_MS,
       });
       return { outcome, accountId: snapshot.accountId };
+    },
+    async syncCheckout(account, sessionId) {
+      const customer = await store.findCustomer(account.id);
+      if (!customer || !/^cs_[A-Za-z0-9_]{1,200}$/.test(sessionId)) return 'not_found';
+      const api = await stripe();
+      const session = await api.checkout.sessions.retrieve(sessionId);
+      const sessionCustomer = typeof session.customer === 'string' ? session.customer : session.customer?.id;
+      const subscriptionId =
+        typeof session.subscription === 'string' ? session.subscription : session.subscription?.id;
+      if (sessionCustomer !== customer.customerId || session.status !== 'complete' || !subscriptionId)
+        return 'not_found';
+      const snapshot = await snapshotOf(await api.subscriptions.retrieve(subscriptionId));
+      if (typeof snapshot === 'string') return snapshot;
+      // eventAt 0: older than any real event, so a webhook already applied (or arriving later) wins.
+      return store.applySubscription({
+        eventId: `sync_${session.id}`,
+        eventType: 'checkout.session.synced',
+        eventAt: 0,
+        snapshot,
+        now: now().toISOString(),
+        graceMs: config.billingGraceDays * DAY_MS,
+      });
     },
     async sweep() {
       const changed = await store.expire(now().toISOString());

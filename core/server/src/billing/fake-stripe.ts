@@ -43,6 +43,10 @@ export interface FakeStripe {
   ): Promise<Response>;
   /** Every event made so far, in order. */
   events: Json[];
+  /** While true, events the hosted pages cause are held back (a late webhook); `flush()` sends them. */
+  holdEvents: boolean;
+  /** Deliver the held events, in order; their responses. */
+  flush(): Promise<Response[]>;
   /** Change a subscription as Stripe would (e.g. past_due after a failed renewal). */
   updateSubscription(id: string, patch: Json): Json;
   close(): Promise<void>;
@@ -112,7 +116,12 @@ export async function startFakeStripe(options: FakeStripeOptions): Promise<FakeS
   };
 
   /** Send events like Stripe: each must be answered 2xx (the tests' server is expected to). */
+  const held: Json[] = [];
   const emit = async (...list: Json[]) => {
+    if (fake.holdEvents) {
+      held.push(...list);
+      return;
+    }
     for (const ev of list) {
       const res = await deliver(ev);
       if (!res.ok) throw new Error(`fake stripe: webhook answered ${res.status} to ${String(ev.type)}`);
@@ -333,6 +342,12 @@ export async function startFakeStripe(options: FakeStripeOptions): Promise<FakeS
     event,
     deliver,
     events,
+    holdEvents: false,
+    async flush() {
+      const out: Response[] = [];
+      for (const ev of held.splice(0)) out.push(await deliver(ev));
+      return out;
+    },
     updateSubscription,
     async close() {
       server.closeAllConnections();

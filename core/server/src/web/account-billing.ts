@@ -102,29 +102,43 @@ export function billingPageRoutes(router: express.Router, pages: AccountPages, b
     },
   );
 
-  const landing = (title: string, text: string) => async (_req: Request, res: Response) => {
-    const session = sessionOf(res) as WebSession;
-    const account = await current(session);
-    const view = await billing.store.billingOf(account.id, clock().toISOString());
-    sendPage(
-      res,
-      page({
-        title,
-        current: 'account',
-        session: { ...session, account },
-        body: `<h1>${escapeHtml(title)}</h1>
+  const landing =
+    (title: string, text: string, sync = false) =>
+    async (req: Request, res: Response) => {
+      const session = sessionOf(res) as WebSession;
+      let account = await current(session);
+      const sessionId = typeof req.query.session_id === 'string' ? req.query.session_id : '';
+      if (sync && sessionId && account.plan !== 'pro') {
+        try {
+          const outcome = await billing.syncCheckout(account, sessionId);
+          logger.info({ account_id: account.id, outcome }, 'checkout synced on the success page');
+          account = await current(session);
+        } catch (err) {
+          // The webhook still brings the change; the page says to reload.
+          logger.warn({ err, account_id: account.id }, 'checkout sync failed');
+        }
+      }
+      const view = await billing.store.billingOf(account.id, clock().toISOString());
+      sendPage(
+        res,
+        page({
+          title,
+          current: 'account',
+          session: { ...session, account },
+          body: `<h1>${escapeHtml(title)}</h1>
 <p>${escapeHtml(text)}</p>
 <p>Plan: <strong id="plan-name">${account.plan === 'pro' ? 'Pro' : 'Free'}</strong>. <span id="subscription-state">${escapeHtml(describeSubscription(view.subscription, clock().toISOString()))}</span></p>
 <p><a href="/account" id="back-to-account">Go to your account</a></p>`,
-      }),
-    );
-  };
+        }),
+      );
+    };
   router.get(
     '/account/billing/success',
     sessions.requireSession,
     landing(
       'Thank you',
       'Your payment went through. The Pro plan is active as soon as Stripe confirms it, usually within seconds; reload if it still says Free.',
+      true,
     ),
   );
   router.get(

@@ -195,6 +195,9 @@ export function createMemoryPlatform(options: MemoryPlatformOptions = {}): Memor
         };
       });
     },
+    async countAssets(site, { signal }: CallOptions = {}) {
+      return call(site, 'list', signal, () => siteOf(site).assets.size);
+    },
     async fetchAsset(site, assetId, { signal }: CallOptions = {}): Promise<FetchedAsset> {
       return call(site, 'fetch', signal, () => {
         const asset = assetOf(site, assetId);

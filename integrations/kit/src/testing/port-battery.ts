@@ -109,6 +109,7 @@ export function describePlatformPortBattery(name: string, factory: PortHarnessFa
         expect(resumed).toEqual(seen.slice(seen.length - resumed.length));
         expect(resumed.length).toBe(seen.length - 3);
         expect(await codeOf(port.listAssets(site, { cursor: 'not-a-cursor-of-yours' }))).toBe('INVALID');
+        if (port.countAssets) expect(await port.countAssets(site)).toBe(ids.length);
       }),
     );
 
