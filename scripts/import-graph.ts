@@ -29,6 +29,7 @@ export const ALLOWED: Record<string, readonly string[]> = {
 
 /** The only entries of another package the Node client's shipped code may import. */
 const CLIENT_MAY_IMPORT = new Set(['@compresso/schema/wire']);
+/** Packages whose npm name is not `@compresso/<directory>`. */
 
 /** Tests (and the helpers only tests load) may import any package, through its entries only. */
 export function isTestFile(path: string): boolean {

@@ -1,6 +1,7 @@
 import type { BlobStore, Database, JobQueue, Logger } from '@compresso/runtime';
 import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import { adminRouter } from './admin.ts';
 import { appHost, type ShopifyConfig } from './config.ts';
 import { type ProvisionOptions, provisionShop } from './provision.ts';
 import { createSealer } from './sealed.ts';
@@ -98,6 +99,17 @@ export function createShopifyApp(deps: ShopifyAppDeps): ShopifyApp {
   app.get(PATHS.authBegin, shopify.auth.begin());
   app.get(PATHS.authCallback, shopify.auth.callback(), shopify.redirectToShopifyOrAppRoot());
   app.post(PATHS.webhooks, ...shopify.processWebhooks({ webhookHandlers: handlers }));
+  app.use(
+    adminRouter({
+      db,
+      queue,
+      shops,
+      authenticated: shopify.validateAuthenticatedSession(),
+      apiKey: config.shopifyApiKey,
+      compressoBaseUrl: config.compressoBaseUrl,
+      ...(deps.fetch ? { fetch: deps.fetch } : {}),
+    }),
+  );
 
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
     logger.error({ err: error }, 'shopify app: request failed');

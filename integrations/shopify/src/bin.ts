@@ -1,13 +1,17 @@
 #!/usr/bin/env node
 import { ConfigError } from '@compresso/runtime';
-import { startShopifyApp } from './start.ts';
+import { startShopifyApp, startShopifyWorkerProcess } from './start.ts';
 
-/** `npm run shopify`: the app's HTTP process. */
+/**
+ * `npm run shopify` (serve: the HTTP app, and on the embedded default its queue worker in the same
+ * process) and `npm run shopify:worker` (a worker alone, for REDIS_URL deployments).
+ */
 const command = process.argv[2] ?? 'serve';
 try {
   if (command === 'serve') await startShopifyApp();
+  else if (command === 'worker') await startShopifyWorkerProcess();
   else {
-    process.stderr.write(`usage: bin.ts [serve] (received ${JSON.stringify(command)})\n`);
+    process.stderr.write(`usage: bin.ts [serve|worker] (received ${JSON.stringify(command)})\n`);
     process.exitCode = 2;
   }
 } catch (error) {

@@ -6,7 +6,8 @@ import { startTestServer, type TestServer } from '@compresso/server/testing';
 import type { ShopifyConfig } from './config.ts';
 import { FakeShopify, type FakeShopifyOptions } from './fake/fake-shopify.ts';
 import { shopifyRuntime } from './shopify-lib.ts';
-import { type RunningShopifyApp, startShopifyApp } from './start.ts';
+import { type RunningShopifyApp, startShopifyApp, startShopifyWorkerProcess } from './start.ts';
+import type { ShopifyWorker } from './worker.ts';
 
 /**
  * Everything a Shopify app test stands on, all real but Shopify: the Compresso server on a loopback
@@ -28,6 +29,8 @@ export interface Harness {
   compresso: TestServer;
   fake: FakeShopify;
   app: RunningProcess<ShopifyConfig, RunningShopifyApp>;
+  /** With `redis`: the separate worker process (`npm run shopify:worker`). */
+  worker: RunningProcess<ShopifyConfig, ShopifyWorker> | undefined;
   /** The app's address on this machine. */
   appUrl: string;
   /** Where a browser request really goes: the app URL and shop domains mapped to loopback. */
@@ -43,6 +46,11 @@ export interface HarnessOptions {
   overrides?: Partial<ShopifyConfig>;
   /** Without COMPRESSO_ADMIN_TOKEN (the merchant connects a key). */
   noAdminToken?: boolean;
+  /**
+   * BullMQ on the test Redis (COMPRESSO_TEST_REDIS_URL, default 127.0.0.1:6379) under a prefix of its
+   * own: the HTTP process only queues, and a second process — `npm run shopify:worker` — works.
+   */
+  redis?: boolean;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -60,23 +68,29 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ...options.fake,
   }).start();
   shopifyRuntime.setAbstractFetchFunc(fake.fetch as typeof fetch);
-  const app = await startShopifyApp({
-    handleSignals: false,
-    env: {
-      SHOPIFY_API_KEY: API_KEY,
-      SHOPIFY_API_SECRET: API_SECRET,
-      SHOPIFY_APP_URL: APP_URL,
-      SHOPIFY_ENCRYPTION_KEY: ENCRYPTION_KEY,
-      COMPRESSO_BASE_URL: compresso.url,
-      ...(options.noAdminToken ? {} : { COMPRESSO_ADMIN_TOKEN: ADMIN_TOKEN }),
-      COMPRESSO_DATA_DIR: dataDir,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'silent',
-      ...options.env,
-    },
-    overrides: options.overrides ?? {},
-  });
+  const env = {
+    SHOPIFY_API_KEY: API_KEY,
+    SHOPIFY_API_SECRET: API_SECRET,
+    SHOPIFY_APP_URL: APP_URL,
+    SHOPIFY_ENCRYPTION_KEY: ENCRYPTION_KEY,
+    COMPRESSO_BASE_URL: compresso.url,
+    ...(options.noAdminToken ? {} : { COMPRESSO_ADMIN_TOKEN: ADMIN_TOKEN }),
+    COMPRESSO_DATA_DIR: dataDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    ...(options.redis
+      ? {
+          REDIS_URL: process.env.COMPRESSO_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
+          COMPRESSO_QUEUE_PREFIX: `cmp-shopify-${Math.random().toString(36).slice(2, 10)}`,
+        }
+      : {}),
+    ...options.env,
+  };
+  const app = await startShopifyApp({ handleSignals: false, env, overrides: options.overrides ?? {} });
+  const worker = options.redis
+    ? await startShopifyWorkerProcess({ handleSignals: false, env, overrides: options.overrides ?? {} })
+    : undefined;
   appUrl = app.app.url;
   const resolve = (url: string) => fake.rewrite(url.startsWith(APP_URL) ? url.replace(APP_URL, appUrl) : url);
 
@@ -84,6 +98,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     compresso,
     fake,
     app,
+    worker,
     appUrl,
     resolve,
     async install(shop) {
@@ -121,6 +136,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       throw new Error(`install: too many redirects (${steps.join(' → ')})`);
     },
     async close() {
+      await worker?.close();
       await app.close();
       await fake.close();
       await compresso.close();

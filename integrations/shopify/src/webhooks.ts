@@ -17,6 +17,7 @@ export interface WebhookJob {
 export const JOBS = {
   product: 'shopify.product',
   eraseShop: 'shopify.erase-shop',
+  restore: 'shopify.restore',
 } as const;
 
 const QUEUE_ID = /[^A-Za-z0-9_-]/g;
