@@ -60,7 +60,7 @@ afterAll(async () => {
   notCompresso?.close();
 });
 
-describe('drift: the PHP client against the contract', () => {
+describe('drift: the PHP client against the contract', { timeout: 180_000 }, () => {
   let tables: Record<string, unknown>;
   beforeAll(async () => {
     tables = (
@@ -126,7 +126,7 @@ describe('drift: the PHP client against the contract', () => {
   });
 });
 
-describe('calls over the WordPress HTTP API', () => {
+describe('calls over the WordPress HTTP API', { timeout: 180_000 }, () => {
   it('compresses a real photo: multipart built right, bytes as announced, result fields typed', async () => {
     const photo = join(CORPUS, 'photo-mate-LadyBird.jpg');
     const size = readFileSync(photo).length;

@@ -20,7 +20,7 @@ afterAll(async () => {
   await api?.close();
 });
 
-describe('WordPress on Playground', () => {
+describe('WordPress on Playground', { timeout: 180_000 }, () => {
   it('runs the bundled WordPress on the pinned PHP, with GD able to write WebP and AVIF', async () => {
     const { value } = await wp.php<Record<string, unknown>>(`
       compresso_test_out( array(

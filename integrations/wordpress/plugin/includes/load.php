@@ -11,6 +11,8 @@ if ( ! defined( 'ABSPATH' ) ) {
 }
 
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-api-client.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-backups.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-optimizer.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/settings.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/hooks.php';
 
@@ -21,6 +23,13 @@ require_once COMPRESSO_PLUGIN_DIR . 'includes/hooks.php';
  */
 function compresso_api_client() {
 	return new Compresso_Api_Client( compresso_get_setting( 'server_url' ), compresso_get_api_key() );
+}
+
+/**
+ * @return bool Whether a server URL and key are saved (they are saved only after a live check passed).
+ */
+function compresso_is_connected() {
+	return '' !== (string) compresso_get_setting( 'server_url' ) && '' !== compresso_get_api_key();
 }
 
 /**
@@ -37,5 +46,5 @@ function compresso_activate() {
  * On deactivation: nothing scheduled is left behind. Settings stay (uninstall removes them).
  */
 function compresso_deactivate() {
-	wp_clear_scheduled_hook( 'compresso_run_queue' );
+	wp_unschedule_hook( Compresso_Optimizer::CRON_HOOK );
 }

@@ -108,7 +108,7 @@ function compresso_validate_settings( array $input ) {
 	$errors   = array();
 
 	$url = isset( $input['server_url'] ) ? trim( (string) $input['server_url'] ) : '';
-	if ( '' !== $url && ! preg_match( '#^https?://[^/\s?#]+(/[^\s?#]*)?$#i', $url ) ) {
+	if ( '' !== $url && ! preg_match( '~^https?://[^/\s?#]+(/[^\s?#]*)?$~i', $url ) ) {
 		$errors['server_url'] = sprintf(
 			/* translators: %s: what was entered */
 			__( 'Server URL: expected an http:// or https:// URL such as https://compresso.example.com, received "%s".', 'compresso' ),

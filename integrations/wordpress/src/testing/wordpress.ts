@@ -50,6 +50,8 @@ export interface WordPress {
   url: string;
   /** The absolute path of the WordPress tree on this machine (uploads land under wp-content/uploads). */
   root: string;
+  /** The path on this machine of a path inside WordPress (/wordpress/...). */
+  hostPath(vfsPath: string): string;
   /** Milliseconds the boot took (unzip + install + first request ready). */
   bootMs: number;
   /**
@@ -84,7 +86,13 @@ function buildZip(version: string): string {
 }
 
 export async function startWordPress(
-  options: { plugin?: boolean; version?: string; php?: '7.4' | '8.0' | '8.1' | '8.2' | '8.3' } = {},
+  options: {
+    plugin?: boolean;
+    version?: string;
+    php?: '7.4' | '8.0' | '8.1' | '8.2' | '8.3';
+    /** More host directories to mount after install (e.g. the image corpus at /corpus). */
+    mounts?: { hostPath: string; vfsPath: string }[];
+  } = {},
 ): Promise<WordPress> {
   const started = performance.now();
   const root = mkdtempSync(join(tmpdir(), 'compresso-wp-'));
@@ -97,10 +105,12 @@ export async function startWordPress(
       port: 0,
       wordpressInstallMode: 'install-from-existing-files',
       'mount-before-install': [{ hostPath: root, vfsPath: '/wordpress' }],
-      mount:
-        options.plugin === false
+      mount: [
+        ...(options.plugin === false
           ? []
-          : [{ hostPath: PLUGIN_DIR, vfsPath: `/wordpress/wp-content/plugins/${PLUGIN_SLUG}` }],
+          : [{ hostPath: PLUGIN_DIR, vfsPath: `/wordpress/wp-content/plugins/${PLUGIN_SLUG}` }]),
+        ...(options.mounts ?? []),
+      ],
       // Two workers: a request WordPress makes to itself (the cron kick) needs a second one free
       // while the first runs the script that made it.
       workers: 2,
@@ -139,6 +149,7 @@ export async function startWordPress(
     url,
     root,
     bootMs: Math.round(performance.now() - started),
+    hostPath: (vfsPath: string) => join(root, vfsPath.replace(/^\/wordpress\/?/, '')),
     php,
     async close() {
       await server[Symbol.asyncDispose]();

@@ -1,0 +1,368 @@
+<?php
+/**
+ * Compresses an attachment's files (the original and every generated size) through the API, in the
+ * background: uploads only queue work (a WP-Cron event, kicked by a loopback request at the end of the
+ * upload's request), so the upload itself stays as fast as without the plugin.
+ *
+ * What was done is kept in the attachment's `_compresso` meta, per file: sizes before and after, the
+ * hash of the file as written (a file whose hash still matches is never sent again, so an image is not
+ * processed twice), the original's hash (its backup's checksum), and the WebP/AVIF siblings made.
+ *
+ * @package Compresso
+ */
+
+if ( ! defined( 'ABSPATH' ) ) {
+	exit;
+}
+
+/**
+ * Queues, compresses and restores attachments.
+ */
+class Compresso_Optimizer {
+
+	const META       = '_compresso';
+	const CRON_HOOK  = 'compresso_optimize_attachment';
+	const MIME_TYPES = array( 'image/jpeg', 'image/png', 'image/webp', 'image/gif' );
+
+	/** @var bool Whether this request queued work (then the cron is kicked at shutdown). */
+	private static $queued = false;
+
+	/**
+	 * The wp_generate_attachment_metadata filter: queues the attachment, returns the metadata unchanged.
+	 * 'create' is a new upload; 'update' is sizes made again for an existing one (only files whose hash
+	 * changed are sent again).
+	 *
+	 * @param array  $metadata      The attachment's metadata.
+	 * @param int    $attachment_id The attachment.
+	 * @param string $context       'create' or 'update'.
+	 * @return array
+	 */
+	public static function on_generate_metadata( $metadata, $attachment_id, $context = 'create' ) {
+		if ( is_array( $metadata ) && in_array( get_post_mime_type( $attachment_id ), self::MIME_TYPES, true ) && compresso_is_connected() ) {
+			self::queue( (int) $attachment_id, $context );
+		}
+		return $metadata;
+	}
+
+	/**
+	 * @param int    $attachment_id The attachment.
+	 * @param string $context       Why it was queued.
+	 * @param int    $when          Unix time to run at.
+	 */
+	public static function queue( $attachment_id, $context = 'create', $when = 0 ) {
+		$state            = self::state( $attachment_id );
+		$state['status']  = 'queued';
+		$state['context'] = $context;
+		update_post_meta( $attachment_id, self::META, $state );
+		if ( ! wp_next_scheduled( self::CRON_HOOK, array( $attachment_id ) ) ) {
+			wp_schedule_single_event( $when ? $when : time(), self::CRON_HOOK, array( $attachment_id ) );
+		}
+		self::$queued = true;
+	}
+
+	/**
+	 * At the end of a request that queued work: the loopback request that runs WP-Cron now rather than
+	 * on the next visit (non-blocking, as core's own spawn_cron()).
+	 */
+	public static function kick() {
+		if ( self::$queued && ! wp_doing_cron() ) {
+			spawn_cron();
+		}
+	}
+
+	/**
+	 * @return array The attachment's record (empty fields when never processed).
+	 */
+	public static function state( $attachment_id ) {
+		$state = get_post_meta( $attachment_id, self::META, true );
+		return array_merge(
+			array(
+				'status'   => 'new',
+				'files'    => array(),
+				'error'    => null,
+				'requests' => 0,
+			),
+			is_array( $state ) ? $state : array()
+		);
+	}
+
+	/**
+	 * The files of an attachment: its main file, the pre-scaling original if any, and every size.
+	 *
+	 * @return array relative name => absolute path.
+	 */
+	public static function files( $attachment_id ) {
+		$main = get_attached_file( $attachment_id );
+		if ( ! $main ) {
+			return array();
+		}
+		$dir      = trailingslashit( dirname( $main ) );
+		$files    = array( wp_basename( $main ) => $main );
+		$metadata = wp_get_attachment_metadata( $attachment_id );
+		if ( is_array( $metadata ) ) {
+			if ( ! empty( $metadata['original_image'] ) ) {
+				$files[ $metadata['original_image'] ] = $dir . $metadata['original_image'];
+			}
+			if ( ! empty( $metadata['sizes'] ) && is_array( $metadata['sizes'] ) ) {
+				foreach ( $metadata['sizes'] as $size ) {
+					if ( ! empty( $size['file'] ) ) {
+						$files[ $size['file'] ] = $dir . $size['file'];
+					}
+				}
+			}
+		}
+		return array_filter( $files, 'is_file' );
+	}
+
+	/**
+	 * The cron job: compresses every file of the attachment not yet compressed, makes the WebP/AVIF
+	 * siblings the settings ask for, backs up originals first. Stops at the first error the server
+	 * gives (kept in the record); on QUOTA_EXCEEDED it queues itself again for after the reset.
+	 *
+	 * @return array The attachment's record afterwards.
+	 */
+	public static function optimize( $attachment_id ) {
+		$attachment_id = (int) $attachment_id;
+		$settings      = compresso_get_settings();
+		$client        = compresso_api_client();
+		$state         = self::state( $attachment_id );
+		$main          = get_attached_file( $attachment_id );
+		$metadata      = wp_get_attachment_metadata( $attachment_id );
+		$formats       = array_keys( array_filter( array( 'webp' => ! empty( $settings['webp'] ), 'avif' => ! empty( $settings['avif'] ) ) ) );
+		$state['error'] = null;
+
+		foreach ( self::files( $attachment_id ) as $name => $path ) {
+			$record = isset( $state['files'][ $name ] ) ? $state['files'][ $name ] : array();
+			$hash   = hash_file( 'sha256', $path );
+			if ( isset( $record['sha256'] ) && $record['sha256'] === $hash && self::siblings_done( $path, $record, $formats ) ) {
+				continue;
+			}
+			if ( ! isset( $record['sha256'] ) || $record['sha256'] !== $hash ) {
+				$done = self::compress_file( $client, $settings, $path, $path === $main );
+				if ( is_wp_error( $done ) ) {
+					return self::fail( $attachment_id, $state, $done );
+				}
+				++$state['requests'];
+				$record = array_merge( $done, array( 'siblings' => array() ) );
+				if ( $path === $main && ! empty( $done['width'] ) && is_array( $metadata ) ) {
+					$metadata['width']  = $done['width'];
+					$metadata['height'] = $done['height'];
+				}
+			}
+			foreach ( $formats as $format ) {
+				if ( array_key_exists( $format, $record['siblings'] ) && ( false === $record['siblings'][ $format ] || is_file( $path . '.' . $format ) ) ) {
+					continue;
+				}
+				$sibling = self::make_sibling( $client, $settings, $path, $format );
+				if ( is_wp_error( $sibling ) ) {
+					$state['files'][ $name ] = $record;
+					return self::fail( $attachment_id, $state, $sibling );
+				}
+				++$state['requests'];
+				// False (not smaller than the file) is kept too, so it is not asked for again.
+				$record['siblings'][ $format ] = $sibling;
+			}
+			$state['files'][ $name ] = $record;
+			update_post_meta( $attachment_id, self::META, $state );
+		}
+		if ( is_array( $metadata ) ) {
+			self::update_filesizes( $attachment_id, $metadata );
+		}
+		$state['status'] = 'done';
+		update_post_meta( $attachment_id, self::META, $state );
+		return $state;
+	}
+
+	/**
+	 * @return bool Whether every wanted sibling of the file exists.
+	 */
+	private static function siblings_done( $path, array $record, array $formats ) {
+		foreach ( $formats as $format ) {
+			// A sibling that would not have been smaller is recorded as false and not asked for again.
+			if ( ! isset( $record['siblings'][ $format ] ) || ( $record['siblings'][ $format ] && ! is_file( $path . '.' . $format ) ) ) {
+				return false;
+			}
+		}
+		return true;
+	}
+
+	/**
+	 * Compresses one file in place (after backing it up) when the result is smaller.
+	 *
+	 * @return array|WP_Error The file's record.
+	 */
+	private static function compress_file( Compresso_Api_Client $client, array $settings, $path, $is_main ) {
+		$bytes = file_get_contents( $path ); // phpcs:ignore WordPress.WP.AlternativeFunctions.file_get_contents_file_get_contents
+		if ( false === $bytes ) {
+			return new WP_Error( 'compresso_unreadable', sprintf( /* translators: %s: file name */ __( '%s could not be read.', 'compresso' ), wp_basename( $path ) ) );
+		}
+		$original_hash = hash( 'sha256', $bytes );
+		$options       = array(
+			'quality'    => $settings['quality'],
+			'strip_exif' => true,
+		);
+		if ( $is_main && ! empty( $settings['max_dimension'] ) ) {
+			$options['max_dimension'] = (int) $settings['max_dimension'];
+		}
+		$out = $client->compress( $bytes, wp_basename( $path ), $options );
+		if ( is_wp_error( $out ) ) {
+			return $out;
+		}
+		$record = array(
+			'size_before'     => strlen( $bytes ),
+			'size_after'      => strlen( $bytes ),
+			'original_sha256' => null,
+			'sha256'          => $original_hash,
+		);
+		if ( strlen( $out['bytes'] ) >= strlen( $bytes ) ) {
+			// Already as small as the server can make it: the file stays as it was.
+			return $record;
+		}
+		if ( ! empty( $settings['backups'] ) ) {
+			$backup = Compresso_Backups::keep( $path );
+			if ( is_wp_error( $backup ) ) {
+				return $backup;
+			}
+			$record['original_sha256'] = $backup['sha256'];
+		}
+		$written = self::write_atomically( $path, $out['bytes'] );
+		if ( is_wp_error( $written ) ) {
+			return $written;
+		}
+		$record['size_after'] = strlen( $out['bytes'] );
+		$record['sha256']     = hash( 'sha256', $out['bytes'] );
+		$record['width']      = $out['result']['width'];
+		$record['height']     = $out['result']['height'];
+		return $record;
+	}
+
+	/**
+	 * Writes `file.ext.webp` / `file.ext.avif` beside the file when it is smaller than the file.
+	 *
+	 * @return array|false|WP_Error The sibling's record, false when it would not be smaller.
+	 */
+	private static function make_sibling( Compresso_Api_Client $client, array $settings, $path, $format ) {
+		$bytes = file_get_contents( $path ); // phpcs:ignore WordPress.WP.AlternativeFunctions.file_get_contents_file_get_contents
+		$out   = $client->compress(
+			$bytes,
+			wp_basename( $path ),
+			array(
+				'quality'       => $settings['quality'],
+				'output_format' => $format,
+				'strip_exif'    => true,
+			)
+		);
+		if ( is_wp_error( $out ) ) {
+			return $out;
+		}
+		if ( strlen( $out['bytes'] ) >= strlen( $bytes ) ) {
+			return false;
+		}
+		$written = self::write_atomically( $path . '.' . $format, $out['bytes'] );
+		if ( is_wp_error( $written ) ) {
+			return $written;
+		}
+		return array( 'size' => strlen( $out['bytes'] ) );
+	}
+
+	/**
+	 * Writes to a temporary file and renames it over the target: a failure (a full disk) leaves the
+	 * old file whole.
+	 *
+	 * @return true|WP_Error
+	 */
+	private static function write_atomically( $path, $bytes ) {
+		$tmp = $path . '.compresso-tmp';
+		if ( strlen( $bytes ) !== @file_put_contents( $tmp, $bytes ) || ! @rename( $tmp, $path ) ) { // phpcs:ignore WordPress.PHP.NoSilencedErrors.Discouraged, WordPress.WP.AlternativeFunctions.file_system_operations_file_put_contents
+			@unlink( $tmp ); // phpcs:ignore WordPress.PHP.NoSilencedErrors.Discouraged
+			return new WP_Error( 'compresso_write_failed', sprintf( /* translators: %s: file name */ __( '%s could not be written (is the disk full?); the original was kept.', 'compresso' ), wp_basename( $path ) ) );
+		}
+		return true;
+	}
+
+	/**
+	 * Records a failure; QUOTA_EXCEEDED (and RATE_LIMITED) queue the attachment again after the wait
+	 * the server gave.
+	 *
+	 * @return array The record.
+	 */
+	private static function fail( $attachment_id, array $state, WP_Error $error ) {
+		$data           = $error->get_error_data();
+		$state['error'] = array(
+			'code'    => $error->get_error_code(),
+			'message' => $error->get_error_message(),
+		);
+		$state['status'] = 'error';
+		if ( in_array( $error->get_error_code(), array( 'QUOTA_EXCEEDED', 'RATE_LIMITED' ), true ) ) {
+			$wait            = is_array( $data ) && ! empty( $data['retry_after'] ) ? (int) $data['retry_after'] : HOUR_IN_SECONDS;
+			$state['status'] = 'waiting';
+			update_post_meta( $attachment_id, self::META, $state );
+			wp_schedule_single_event( time() + $wait, self::CRON_HOOK, array( (int) $attachment_id ) );
+			return $state;
+		}
+		update_post_meta( $attachment_id, self::META, $state );
+		return $state;
+	}
+
+	/**
+	 * Keeps the file sizes WordPress records (6.0+) true to the files on disk.
+	 */
+	private static function update_filesizes( $attachment_id, array $metadata ) {
+		$main = get_attached_file( $attachment_id );
+		if ( isset( $metadata['filesize'] ) && is_file( $main ) ) {
+			$metadata['filesize'] = filesize( $main );
+		}
+		if ( ! empty( $metadata['sizes'] ) ) {
+			$dir = trailingslashit( dirname( $main ) );
+			foreach ( $metadata['sizes'] as $size_name => $size ) {
+				if ( isset( $size['filesize'], $size['file'] ) && is_file( $dir . $size['file'] ) ) {
+					$metadata['sizes'][ $size_name ]['filesize'] = filesize( $dir . $size['file'] );
+				}
+			}
+		}
+		wp_update_attachment_metadata( $attachment_id, $metadata );
+	}
+
+	/**
+	 * Restores every compressed file of the attachment from its backup (checked by hash before and
+	 * after), removes the WebP/AVIF siblings, and forgets the record.
+	 *
+	 * @return true|WP_Error
+	 */
+	public static function restore( $attachment_id ) {
+		$state    = self::state( $attachment_id );
+		$files    = self::files( $attachment_id );
+		$metadata = wp_get_attachment_metadata( $attachment_id );
+		$main     = get_attached_file( $attachment_id );
+		foreach ( $state['files'] as $name => $record ) {
+			if ( ! isset( $files[ $name ] ) ) {
+				continue;
+			}
+			$path = $files[ $name ];
+			foreach ( array( 'webp', 'avif' ) as $format ) {
+				if ( is_file( $path . '.' . $format ) ) {
+					wp_delete_file( $path . '.' . $format );
+				}
+			}
+			if ( empty( $record['original_sha256'] ) ) {
+				continue;
+			}
+			$restored = Compresso_Backups::restore( $path, $record['original_sha256'] );
+			if ( is_wp_error( $restored ) ) {
+				return $restored;
+			}
+			if ( $path === $main && is_array( $metadata ) ) {
+				$size = wp_getimagesize( $path );
+				if ( $size ) {
+					$metadata['width']  = $size[0];
+					$metadata['height'] = $size[1];
+				}
+			}
+		}
+		if ( is_array( $metadata ) ) {
+			self::update_filesizes( $attachment_id, $metadata );
+		}
+		delete_post_meta( $attachment_id, self::META );
+		return true;
+	}
+}

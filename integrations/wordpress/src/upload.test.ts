@@ -1,0 +1,197 @@
+// Auto-compress on upload, in a real WordPress against a real Compresso server: the upload only queues;
+// WP-Cron, kicked by the plugin's loopback request, compresses the original and every generated size
+// and writes WebP siblings; backups are kept outside uploads/; a second run sends nothing; restore is
+// byte-identical; a server that cannot be reached leaves every file as it was.
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PLUGIN_FILE, startWordPress, type WordPress } from './testing/wordpress.ts';
+
+const CORPUS = join(import.meta.dirname, '../../../../shared/corpus');
+const PHOTO = 'photo-mate-Dune.jpg';
+
+let wp: WordPress;
+let api: TestServer;
+let key: string;
+
+interface Upload {
+  id: number;
+  files: Record<string, string>;
+  status: string;
+  scheduled: boolean;
+  sizes: string[];
+}
+
+const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+const compressCalls = () => api.logLines.filter((l) => l.path === '/api/v1/compress').length;
+
+function configure(serverUrl: string): string {
+  return `update_option( 'compresso_settings', array_merge( compresso_get_settings(), array(
+    'server_url' => '${serverUrl}', 'api_key' => compresso_encrypt_secret( '${key}' ),
+    'quality' => 75, 'webp' => true, 'avif' => false, 'backups' => true, 'max_dimension' => 0,
+  ) ) );`;
+}
+
+async function upload(name: string): Promise<Upload> {
+  const { value } = await wp.php<Upload>(
+    `require_once ABSPATH . 'wp-admin/includes/image.php';
+    require_once ABSPATH . 'wp-admin/includes/file.php';
+    require_once ABSPATH . 'wp-admin/includes/media.php';
+    $tmp = wp_tempnam( '${name}' );
+    copy( '/corpus/${PHOTO}', $tmp );
+    $id = media_handle_sideload( array( 'name' => '${name}', 'tmp_name' => $tmp ), 0 );
+    if ( is_wp_error( $id ) ) { compresso_test_out( array( 'error' => $id->get_error_message() ) ); return; }
+    $state = Compresso_Optimizer::state( $id );
+    compresso_test_out( array(
+      'id' => $id,
+      'files' => Compresso_Optimizer::files( $id ),
+      'status' => $state['status'],
+      'scheduled' => (bool) wp_next_scheduled( Compresso_Optimizer::CRON_HOOK, array( $id ) ),
+      'sizes' => array_keys( wp_get_attachment_metadata( $id )['sizes'] ),
+    ) );`,
+    { asAdmin: true },
+  );
+  return value;
+}
+
+async function stateOf(id: number) {
+  return (
+    await wp.php<{
+      status: string;
+      requests: number;
+      error: { code: string } | null;
+      files: Record<string, Record<string, unknown>>;
+      meta: Record<string, unknown>;
+    }>(
+      `$s = Compresso_Optimizer::state( ${id} ); $s['meta'] = wp_get_attachment_metadata( ${id} ); compresso_test_out( $s );`,
+    )
+  ).value;
+}
+
+beforeAll(async () => {
+  api = await startTestServer({ dbPath: ':memory:', overrides: { maxUploadBytes: 20 * 1024 * 1024 } });
+  key = (await proAccount(api.db, 'upload@example.com')).key;
+  wp = await startWordPress({ mounts: [{ hostPath: CORPUS, vfsPath: '/corpus' }] });
+  await wp.php(
+    `require_once ABSPATH . 'wp-admin/includes/plugin.php';
+    activate_plugin( '${PLUGIN_FILE}' );
+    compresso_test_out( 'ok' );`,
+    { asAdmin: true },
+  );
+  // activate_plugin() loads the plugin inside that request; the settings are written by the next one.
+  await wp.php(`${configure(api.url)} compresso_test_out( compresso_is_connected() );`);
+}, 300_000);
+
+afterAll(async () => {
+  await wp?.close();
+  await api?.close();
+});
+
+describe('auto-compress on upload', { timeout: 300_000 }, () => {
+  let first: Upload;
+  const before: Record<string, { size: number; hash: string }> = {};
+
+  it('queues the upload without compressing anything during it', async () => {
+    const started = performance.now();
+    first = await upload('dune.jpg');
+    process.stdout.write(`upload request: ${Math.round(performance.now() - started)} ms\n`);
+    expect(first.sizes.length).toBeGreaterThanOrEqual(4);
+    expect(Object.keys(first.files)).toHaveLength(first.sizes.length + 1);
+    expect(first.status).toBe('queued');
+    for (const [name, path] of Object.entries(first.files)) {
+      before[name] = { size: statSync(wp.hostPath(path)).size, hash: sha256(wp.hostPath(path)) };
+    }
+    expect(before['dune.jpg']).toEqual({
+      size: statSync(join(CORPUS, PHOTO)).size,
+      hash: sha256(join(CORPUS, PHOTO)),
+    });
+    expect(first.scheduled).toBe(true);
+  });
+
+  it('compresses the original and every size in the background (WP-Cron kicked by loopback), with WebP siblings', async () => {
+    const started = performance.now();
+    let state = await stateOf(first.id);
+    // The loopback request the upload's shutdown fired runs the cron job in another worker: wait for
+    // its record to say it finished (each look is a PHP request of a few seconds).
+    while (state.status === 'queued' && performance.now() - started < 240_000)
+      state = await stateOf(first.id);
+    process.stdout.write(
+      `upload to optimized: ${Math.round(performance.now() - started)} ms after the upload returned\n`,
+    );
+    expect(state.error).toBeNull();
+    expect(state.status).toBe('done');
+    const names = Object.keys(first.files);
+    expect(state.requests).toBe(names.length * 2);
+    for (const [name, path] of Object.entries(first.files)) {
+      const host = wp.hostPath(path);
+      const after = statSync(host).size;
+      expect(after, name).toBeLessThan(before[name]?.size ?? 0);
+      expect(state.files[name]).toMatchObject({
+        size_before: before[name]?.size,
+        size_after: after,
+        original_sha256: before[name]?.hash,
+      });
+      // A WebP sibling is written when it is smaller than the compressed file, else recorded as false.
+      const webp = ((state.files[name]?.siblings ?? {}) as Record<string, unknown>).webp;
+      if (webp === false) {
+        expect(existsSync(`${host}.webp`), `${name}.webp`).toBe(false);
+      } else {
+        expect(readFileSync(`${host}.webp`).subarray(8, 12).toString(), `${name}.webp`).toBe('WEBP');
+        expect(statSync(`${host}.webp`).size).toBe((webp as { size: number }).size);
+        expect(statSync(`${host}.webp`).size).toBeLessThan(after);
+      }
+      // The backup is outside uploads/ and is the original, byte for byte.
+      const backup = host.replace('/wp-content/uploads/', '/wp-content/compresso-backups/');
+      expect(sha256(backup)).toBe(before[name]?.hash);
+    }
+    expect(existsSync(`${wp.hostPath(first.files['dune.jpg'] ?? '')}.webp`)).toBe(true);
+    expect(state.meta.filesize).toBe(statSync(wp.hostPath(first.files['dune.jpg'] ?? '')).size);
+  });
+
+  it('sends nothing again for files already compressed (a regenerate with "update" queues, then skips)', async () => {
+    const calls = compressCalls();
+    const { value } = await wp.php<{ status: string; requests: number }>(`
+      $meta = wp_get_attachment_metadata( ${first.id} );
+      apply_filters( 'wp_generate_attachment_metadata', $meta, ${first.id}, 'update' );
+      wp_unschedule_hook( Compresso_Optimizer::CRON_HOOK );
+      compresso_test_out( Compresso_Optimizer::optimize( ${first.id} ) );`);
+    expect(value.status).toBe('done');
+    expect(value.requests).toBe(Object.keys(first.files).length * 2);
+    expect(compressCalls()).toBe(calls);
+  });
+
+  it('restores every file byte for byte and removes the WebP siblings and backups', async () => {
+    const { value } = await wp.php<{ restored: unknown; meta: unknown }>(`
+      $r = Compresso_Optimizer::restore( ${first.id} );
+      compresso_test_out( array( 'restored' => is_wp_error( $r ) ? $r->get_error_message() : $r, 'meta' => get_post_meta( ${first.id}, '_compresso', true ) ) );`);
+    expect(value).toEqual({ restored: true, meta: '' });
+    for (const [name, path] of Object.entries(first.files)) {
+      const host = wp.hostPath(path);
+      expect(sha256(host), name).toBe(before[name]?.hash);
+      expect(existsSync(`${host}.webp`)).toBe(false);
+      expect(existsSync(host.replace('/wp-content/uploads/', '/wp-content/compresso-backups/'))).toBe(false);
+    }
+  });
+
+  it('leaves every file untouched and records the error when the server cannot be reached', async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const closed = `http://127.0.0.1:${(probe.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    await wp.php(
+      `${configure(closed)} wp_unschedule_hook( Compresso_Optimizer::CRON_HOOK ); compresso_test_out( 1 );`,
+    );
+    const { value } = await wp.php<{ status: string; error: { code: string; message: string } }>(`
+      wp_unschedule_hook( Compresso_Optimizer::CRON_HOOK );
+      compresso_test_out( Compresso_Optimizer::optimize( ${first.id} ) );`);
+    expect(value.status).toBe('error');
+    expect(value.error.code).toBe('CONNECTION_ERROR');
+    expect(value.error.message).toContain(closed);
+    for (const [name, path] of Object.entries(first.files))
+      expect(sha256(wp.hostPath(path)), name).toBe(before[name]?.hash);
+  });
+});
