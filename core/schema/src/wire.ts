@@ -4,7 +4,7 @@
  * follows the table with no runtime dependency. Everything here is also exported by the package's
  * main entry.
  */
-export { BODY_MEMBERS, type BodyName } from './body-members.ts';
+
 export {
   AI_MODELS,
   AI_PROVIDERS,
@@ -25,6 +25,7 @@ export {
   PROMPT_MAX,
   parseAspectRatio,
 } from './ai-table.ts';
+export { BODY_MEMBERS, type BodyName } from './body-members.ts';
 export {
   CLIENT_ERROR_CODES,
   type ClientErrorCode,
