@@ -43,7 +43,7 @@ afterAll(async () => {
   work.cleanup();
 });
 
-describe('generate', () => {
+describe('generate', { timeout: 60_000 }, () => {
   it('returns the image in the format and ratio asked, written to outputPath, with the provider facts', async () => {
     fake.mode = 'ok';
     const target = join(work.dir, 'kite.webp');
@@ -94,7 +94,7 @@ describe('generate', () => {
   });
 });
 
-describe('edit', () => {
+describe('edit', { timeout: 60_000 }, () => {
   it('applies the instruction and says what it did, the same bytes as the API answers to a hand-made request', async () => {
     const result = await offline.edit(PHOTO, 'make it 256 wide and black and white, groovy', { quality: 70 });
     expect(result.operations).toEqual([{ op: 'resize', width: 256 }, { op: 'grayscale' }]);
@@ -147,7 +147,7 @@ describe('edit', () => {
   });
 });
 
-describe('altText', () => {
+describe('altText', { timeout: 60_000 }, () => {
   it('offline: from the context and facts, marked offline', async () => {
     const result = await offline.altText(PNG, { productTitle: 'Text sample', vendor: 'scikit-image' });
     expect(result).toMatchObject({

@@ -34,7 +34,8 @@ const FORMATS = [
   ['jpeg', 'jpeg'],
 ] as const;
 
-describe('no provider configured', () => {
+// PNG answers run the engine's palette check (a SSIMULACRA2 score): seconds on a busy 2-core machine.
+describe('no provider configured', { timeout: 60_000 }, () => {
   let srv: TestServer;
   let key: string;
   beforeAll(async () => {
@@ -163,7 +164,7 @@ describe('no provider configured', () => {
   });
 });
 
-describe('through the OpenAI-compatible adapter (a loopback fake of the API)', () => {
+describe('through the OpenAI-compatible adapter (a loopback fake of the API)', { timeout: 60_000 }, () => {
   let srv: TestServer;
   let fake: FakeProvider;
   let key: string;
@@ -354,7 +355,9 @@ describe('through the OpenAI-compatible adapter (a loopback fake of the API)', (
   });
 });
 
-describe('through the Replicate adapter (a loopback fake: predictions, polling, output URLs)', () => {
+describe('through the Replicate adapter (a loopback fake: predictions, polling, output URLs)', {
+  timeout: 60_000,
+}, () => {
   let srv: TestServer;
   let fake: FakeProvider;
   let key: string;
