@@ -127,9 +127,12 @@ describe('the whole journey against the fake Shopify and the real API', () => {
     expect(left).toEqual([]);
 
     const saved = originals.reduce((n, b, i) => n + b.length - (records[i]?.currentSize ?? b.length), 0);
+    const answers = h.fake.deliveries.map((d) => d.answeredInMs);
+    expect(Math.max(...answers)).toBeLessThan(5000);
     process.stdout.write(
       `shopify journey: 3 images, webhook → all three replaced in ${seconds.toFixed(2)} s ` +
-        `(${(3 / seconds).toFixed(2)} images/s, one worker), ${saved} bytes saved\n`,
+        `(${(3 / seconds).toFixed(2)} images/s, one worker), ${saved} bytes saved; ` +
+        `${answers.length} webhooks answered in ≤ ${Math.max(...answers).toFixed(0)} ms\n`,
     );
     // Three real photos through the real API on a 2-core machine shared with other suites.
   }, 240_000);
