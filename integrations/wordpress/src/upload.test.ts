@@ -1,6 +1,6 @@
 // Auto-compress on upload, in a real WordPress against a real Compresso server: the upload only queues;
 // WP-Cron, kicked by the plugin's loopback request, compresses the original and every generated size
-// and writes WebP siblings; backups are kept outside uploads/; a second run sends nothing; restore is
+// and writes WebP siblings, delivered as <picture> in a rendered post; backups are kept outside uploads/; a second run sends nothing; restore is
 // byte-identical; a server that cannot be reached leaves every file as it was.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
@@ -91,7 +91,7 @@ afterAll(async () => {
   await api?.close();
 });
 
-describe('auto-compress on upload', { timeout: 300_000 }, () => {
+describe('auto-compress on upload', { timeout: 600_000 }, () => {
   let first: Upload;
   const before: Record<string, { size: number; hash: string }> = {};
 
@@ -117,7 +117,7 @@ describe('auto-compress on upload', { timeout: 300_000 }, () => {
     let state = await stateOf(first.id);
     // The loopback request the upload's shutdown fired runs the cron job in another worker: wait for
     // its record to say it finished (each look is a PHP request of a few seconds).
-    while (state.status === 'queued' && performance.now() - started < 240_000)
+    while (state.status === 'queued' && performance.now() - started < 480_000)
       state = await stateOf(first.id);
     process.stdout.write(
       `upload to optimized: ${Math.round(performance.now() - started)} ms after the upload returned\n`,
@@ -150,6 +150,45 @@ describe('auto-compress on upload', { timeout: 300_000 }, () => {
     }
     expect(existsSync(`${wp.hostPath(first.files['dune.jpg'] ?? '')}.webp`)).toBe(true);
     expect(state.meta.filesize).toBe(statSync(wp.hostPath(first.files['dune.jpg'] ?? '')).size);
+  });
+
+  it('delivers the siblings as <picture> in a rendered post and through wp_get_attachment_image, the <img> kept whole', async () => {
+    const { value } = await wp.php<{ link: string; attachment: string; off: string }>(`
+      $large = wp_get_attachment_image_url( ${first.id}, 'large' );
+      $post = wp_insert_post( array(
+        'post_title' => 'Dune', 'post_status' => 'publish', 'post_author' => 1,
+        'post_content' => '<!-- wp:image {"id":${first.id},"sizeSlug":"large"} --><figure class="wp-block-image size-large"><img src="' . $large . '" alt="Dunes" class="wp-image-${first.id}" style="border-radius:4px"/></figure><!-- /wp:image -->',
+      ) );
+      $attachment = wp_get_attachment_image( ${first.id}, 'medium', false, array( 'class' => 'theme-hero' ) );
+      add_filter( 'compresso_picture_enabled', '__return_false' );
+      compresso_test_out( array( 'link' => get_permalink( $post ), 'attachment' => $attachment, 'off' => wp_get_attachment_image( ${first.id}, 'medium' ) ) );`);
+    const html = await (await fetch(value.link)).text();
+    const picture = /<picture class="compresso-picture">(.*?)<\/picture>/s.exec(html)?.[1];
+    expect(picture, 'a <picture> in the rendered post').toBeDefined();
+    const source = /<source type="image\/webp" srcset="([^"]+)"(?: sizes="[^"]+")?>/.exec(picture ?? '');
+    expect(source).not.toBeNull();
+    const img = /<img [^>]*>/.exec(picture ?? '')?.[0] ?? '';
+    // One candidate per width of the <img>'s srcset: the sibling where there is one, else the JPEG.
+    const widths = (text: string) => text.split(', ').map((candidate) => candidate.split(' ')[1]);
+    expect(widths(source?.[1] ?? '')).toEqual(widths(/srcset="([^"]+)"/.exec(img)?.[1] ?? ''));
+    const urls = (source?.[1] ?? '')
+      .split(', ')
+      .map((candidate) => candidate.split(' ')[0] ?? '')
+      .filter((url) => url.endsWith('.webp'));
+    expect(urls.length).toBeGreaterThanOrEqual(2);
+    for (const url of urls) expect(url).toMatch(/\.jpg\.webp$/);
+    expect(img).toContain(`wp-image-${first.id}`);
+    expect(img).toContain('style="border-radius:4px"');
+    expect(img).toContain('alt="Dunes"');
+    expect(img).toMatch(/src="[^"]+\.jpg"/);
+    // The sibling the browser will ask for is served as WebP by the site.
+    const webp = Buffer.from(await (await fetch(urls[0] ?? '')).arrayBuffer());
+    expect(webp.subarray(8, 12).toString()).toBe('WEBP');
+    expect(value.attachment).toMatch(
+      /^<picture class="compresso-picture"><source type="image\/webp" srcset="[^"]+\.jpg\.webp/,
+    );
+    expect(value.attachment).toContain('class="theme-hero"');
+    expect(value.off).toMatch(/^<img /);
   });
 
   it('sends nothing again for files already compressed (a regenerate with "update" queues, then skips)', async () => {

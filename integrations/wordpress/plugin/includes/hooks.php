@@ -19,3 +19,8 @@ add_action( 'admin_notices', 'compresso_setup_notice' );
 add_filter( 'wp_generate_attachment_metadata', array( 'Compresso_Optimizer', 'on_generate_metadata' ), 20, 3 );
 add_action( Compresso_Optimizer::CRON_HOOK, array( 'Compresso_Optimizer', 'optimize' ) );
 add_action( 'shutdown', array( 'Compresso_Optimizer', 'kick' ) );
+
+// Delivery: <picture> around images that have WebP/AVIF siblings, in content and through the
+// attachment functions (a filter per context, compresso_picture_enabled, turns it off for builders).
+add_filter( 'wp_content_img_tag', array( 'Compresso_Delivery', 'filter_content_img' ), 20, 3 );
+add_filter( 'wp_get_attachment_image', array( 'Compresso_Delivery', 'filter_attachment_image' ), 20, 1 );

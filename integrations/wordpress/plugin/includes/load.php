@@ -13,6 +13,7 @@ if ( ! defined( 'ABSPATH' ) ) {
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-api-client.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-backups.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-optimizer.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-delivery.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/settings.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/hooks.php';
 
