@@ -117,6 +117,22 @@ function describePipeline(backend: Backend): void {
       }
     });
 
+    it('two calls of one optimizer on the same image at once: one works it, the other answers busy', async () => {
+      const w = await world(backend);
+      try {
+        const id = w.platform.addAsset(w.site, await fixtureImage(21, 'jpeg'));
+        const optimizer = w.optimizer();
+        const outcomes = await Promise.all([optimizer.optimize(w.site, id), optimizer.optimize(w.site, id)]);
+        expect(outcomes.map((o) => o.kind).sort()).toEqual(['busy', 'optimized']);
+        expect(w.platform.stats.replacements).toBe(1);
+        expect(await w.backupCount()).toBe(1);
+        // Once the first is done, the image is known: a third call changes nothing.
+        expect((await optimizer.optimize(w.site, id)).kind).toBe('unchanged');
+      } finally {
+        await w.close();
+      }
+    });
+
     it('a run killed between any two steps, then run again, ends as an uninterrupted run: one backup, one replacement, one compression, the original kept', async () => {
       const image = await fixtureImage(21, 'jpeg');
       // The uninterrupted run, for reference.

@@ -129,6 +129,8 @@ export function createOptimizer(options: OptimizerOptions): Optimizer {
   const ledger = assetLedger(options.db);
   const clock = options.clock ?? systemClock;
   const owner = options.owner ?? `kit-${randomUUID()}`;
+  /** Assets this optimizer is working on right now (site NUL asset id). */
+  const inFlight = new Set<string>();
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const maxAttempts = options.maxAttempts ?? 5;
 
@@ -337,15 +339,25 @@ export function createOptimizer(options: OptimizerOptions): Optimizer {
     busy: T,
     work: (record: AssetRecord) => Promise<T>,
   ): Promise<T> {
-    const claimed = await ledger.claim(site, assetId, owner, clock.now(), leaseMs);
-    if (!claimed) return busy;
+    // The ledger's lease is per owner, and an owner may take its own lease again (a restarted worker
+    // with a fixed owner id picks up where it was). Two calls of this one optimizer on the same asset
+    // at once would therefore both pass the claim: the second waits its turn by answering busy.
+    const key = `${site}\u0000${assetId}`;
+    if (inFlight.has(key)) return busy;
+    inFlight.add(key);
     try {
-      return await work(claimed);
-    } catch (error) {
-      if (error instanceof LeaseLost) return busy;
-      throw error;
+      const claimed = await ledger.claim(site, assetId, owner, clock.now(), leaseMs);
+      if (!claimed) return busy;
+      try {
+        return await work(claimed);
+      } catch (error) {
+        if (error instanceof LeaseLost) return busy;
+        throw error;
+      } finally {
+        await ledger.release(site, assetId, owner);
+      }
     } finally {
-      await ledger.release(site, assetId, owner);
+      inFlight.delete(key);
     }
   }
 
