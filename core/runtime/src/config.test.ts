@@ -311,3 +311,54 @@ describe('Stripe settings', () => {
     );
   });
 });
+
+describe('AI provider settings', () => {
+  it('reads the ecosystem names, trims the base URLs, and defaults to no provider', () => {
+    const none = loadConfig({});
+    expect([none.openaiApiKey, none.replicateApiToken, none.aiProvider]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    expect([none.openaiBaseUrl, none.replicateBaseUrl, none.aiTimeoutMs]).toEqual([
+      'https://api.openai.com/v1',
+      'https://api.replicate.com/v1',
+      120_000,
+    ]);
+    const set = loadConfig({
+      OPENAI_API_KEY: 'sk-test',
+      OPENAI_BASE_URL: 'http://127.0.0.1:9999/v1/',
+      COMPRESSO_AI_MODEL_PHOTO: 'dall-e-3',
+      COMPRESSO_AI_TIMEOUT_MS: '5000',
+    });
+    expect([set.openaiBaseUrl, set.aiModelPhoto, set.aiTimeoutMs]).toEqual([
+      'http://127.0.0.1:9999/v1',
+      'dall-e-3',
+      5000,
+    ]);
+  });
+
+  it('refuses a named provider without its key, and never prints a key', () => {
+    let error: unknown;
+    try {
+      loadConfig({
+        COMPRESSO_AI_PROVIDER: 'replicate',
+        OPENAI_API_KEY: 'sk-secret-value',
+        OPENAI_BASE_URL: 'ftp://x',
+      });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems.some((p) => p.startsWith('OPENAI_BASE_URL'))).toBe(true);
+    expect(String((error as Error).message)).not.toContain('sk-secret-value');
+    expect(() => loadConfig({ COMPRESSO_AI_PROVIDER: 'replicate' })).toThrow(
+      /replicate needs REPLICATE_API_TOKEN/,
+    );
+    expect(() => loadConfig({ OPENAI_API_KEY: '' })).not.toThrow();
+    // An invalid key is named, its value redacted.
+    const tooLong = `sk-${'s'.repeat(600)}`;
+    expect(() => loadConfig({ OPENAI_API_KEY: tooLong })).toThrow(/OPENAI_API_KEY: .*\[redacted\]/);
+  });
+});

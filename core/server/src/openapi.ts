@@ -27,12 +27,26 @@ function codesWith(status: number): ErrorCode[] {
   return (Object.keys(ERROR_STATUS) as ErrorCode[]).filter((code) => ERROR_STATUS[code] === status);
 }
 
-function errorResponse(status: number, when: string): Json {
+/** Codes only the AI routes answer: the other operations do not list them under their statuses. */
+const AI_ONLY_CODES = new Set<ErrorCode>([
+  'CONTENT_POLICY_VIOLATION',
+  'INSTRUCTION_NOT_UNDERSTOOD',
+  'PROVIDER_NOT_CONFIGURED',
+  'PROVIDER_ERROR',
+  'PROVIDER_RATE_LIMITED',
+  'PROVIDER_TIMEOUT',
+]);
+
+function errorResponse(status: number, when: string, ai = false): Json {
+  const codes = codesWith(status).filter((code) => ai || !AI_ONLY_CODES.has(code));
   return {
-    description: `${when} Codes: ${codesWith(status).join(', ')}.`,
+    description: `${when} Codes: ${codes.join(', ')}.`,
     content: { 'application/json': { schema: errorRef } },
   };
 }
+
+/** An error answer of an AI route: its codes include the provider's. */
+const aiError = (status: number, when: string): Json => errorResponse(status, when, true);
 
 function apiHeader(name: ApiHeaderName, description?: string): Json {
   const spec = API_HEADERS[name];
@@ -207,33 +221,30 @@ function routeDocs(config: Config): Record<RouteId, RouteDoc> {
         'X-Aspect-Ratio-Requested when it differs). Counted like any request; never a placeholder image.',
       success: 'The generated image (Content-Disposition names it generated.<ext>).',
       errors: {
-        '400': errorResponse(
+        '400': aiError(
           400,
           'A missing or too long prompt, an unknown model or aspect ratio, a bad option: `details` names each field.',
         ),
-        '422': errorResponse(
+        '422': aiError(
           422,
           'CONTENT_POLICY_VIOLATION: the provider refused the prompt under its content policy (its reason in the message).',
         ),
-        '501': errorResponse(
+        '501': aiError(
           501,
           'PROVIDER_NOT_CONFIGURED: no AI provider is set up on this server; the message names the settings.',
         ),
-        '502': errorResponse(
+        '502': aiError(
           502,
           'PROVIDER_ERROR: the provider failed, refused our credentials, or answered something that is not its contract.',
         ),
         '503': {
-          ...errorResponse(
+          ...aiError(
             503,
             'PROVIDER_RATE_LIMITED: the provider asked us to slow down; retry after Retry-After seconds.',
           ),
           headers: { 'Retry-After': apiHeader('Retry-After') },
         },
-        '504': errorResponse(
-          504,
-          `PROVIDER_TIMEOUT: the provider did not finish within ${config.aiTimeoutMs} ms.`,
-        ),
+        '504': aiError(504, `PROVIDER_TIMEOUT: the provider did not finish within ${config.aiTimeoutMs} ms.`),
         ...authErrors(),
       },
     },
@@ -249,23 +260,30 @@ function routeDocs(config: Config): Record<RouteId, RouteDoc> {
       success: 'The edited image, named after the upload with the new extension.',
       errors: {
         ...imageErrors(config),
-        '400': errorResponse(
+        '400': aiError(
           400,
           'No file, no instruction, a bad option, or an instruction asking for something out of range (a width of 0, quality 150, two formats): `details` names the field and the phrase.',
         ),
-        '422': errorResponse(
+        '422': aiError(
           422,
           'INSTRUCTION_NOT_UNDERSTOOD (no word of the instruction made an operation; `details.unrecognized` lists them), an image that cannot be processed, or CONTENT_POLICY_VIOLATION from the provider.',
         ),
-        '501': errorResponse(
+        '501': aiError(
           501,
           'PROVIDER_NOT_CONFIGURED: the instruction needs a generative model and none is configured.',
         ),
-        '502': errorResponse(
+        '502': aiError(
           502,
           'PROVIDER_ERROR: the provider failed or answered something that is not its contract.',
         ),
-        '504': errorResponse(504, 'PROVIDER_TIMEOUT: the provider did not finish in time.'),
+        '503': {
+          ...aiError(
+            503,
+            'The server holds as many uploads as its memory budget allows, or PROVIDER_RATE_LIMITED: the provider asked us to slow down; retry after Retry-After seconds.',
+          ),
+          headers: { 'Retry-After': apiHeader('Retry-After') },
+        },
+        '504': aiError(504, 'PROVIDER_TIMEOUT: the provider did not finish in time.'),
         ...authErrors(),
       },
     },
@@ -278,15 +296,22 @@ function routeDocs(config: Config): Record<RouteId, RouteDoc> {
       success: 'The alt text, its source and the measured facts.',
       errors: {
         ...imageErrors(config),
-        '422': errorResponse(
+        '422': aiError(
           422,
           'An image that cannot be processed, or CONTENT_POLICY_VIOLATION from the provider.',
         ),
-        '502': errorResponse(
+        '502': aiError(
           502,
           'PROVIDER_ERROR: the vision provider failed or answered something that is not its contract.',
         ),
-        '504': errorResponse(504, 'PROVIDER_TIMEOUT: the vision provider did not answer in time.'),
+        '503': {
+          ...aiError(
+            503,
+            'The server holds as many uploads as its memory budget allows, or PROVIDER_RATE_LIMITED: the provider asked us to slow down; retry after Retry-After seconds.',
+          ),
+          headers: { 'Retry-After': apiHeader('Retry-After') },
+        },
+        '504': aiError(504, 'PROVIDER_TIMEOUT: the vision provider did not answer in time.'),
         ...authErrors(),
       },
     },
