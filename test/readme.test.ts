@@ -3,7 +3,13 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
+import {
+  type FakeProvider,
+  fakeOpenAi,
+  proAccount,
+  startTestServer,
+  type TestServer,
+} from '@compresso/server/testing';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appDir, installBuild, PHOTO, REPO } from '../core/client/src/test-support.ts';
@@ -16,7 +22,7 @@ import { appDir, installBuild, PHOTO, REPO } from '../core/client/src/test-suppo
 const run = promisify(execFile);
 const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
 const snippets = new Map(
-  [...readme.matchAll(/<!-- readme-test: (\S+) -->\n```(?:js|python)\n([\s\S]*?)```/g)].map(
+  [...readme.matchAll(/<!-- readme-test: (\S+) -->\n```(?:js|python|sh)\n([\s\S]*?)```/g)].map(
     ([, name, code]) => [name!, code!] as const,
   ),
 );
@@ -24,9 +30,15 @@ const snippets = new Map(
 let srv: TestServer;
 let key: string;
 let app: string;
+let ai: FakeProvider | undefined;
 
 beforeAll(async () => {
-  srv = await startTestServer({ dbPath: ':memory:' });
+  // The AI snippets need a provider: a loopback fake of the OpenAI API, as the server's own tests use.
+  ai = await fakeOpenAi({ apiKey: 'sk-root-readme' });
+  srv = await startTestServer({
+    dbPath: ':memory:',
+    overrides: { openaiApiKey: 'sk-root-readme', openaiBaseUrl: ai.url },
+  });
   ({ key } = await proAccount(srv.db, 'root-readme@example.com'));
   app = appDir('root-readme');
   installBuild(app);
@@ -35,6 +47,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await srv?.close();
+  await ai?.close();
   if (app) rmSync(app, { recursive: true, force: true });
 });
 
@@ -57,7 +70,34 @@ describe('the root README', () => {
   });
 
   it('has the Node and Python snippets', () => {
-    expect([...snippets.keys()]).toEqual(['node.mjs', 'python.py']);
+    expect([...snippets.keys()]).toEqual(['node.mjs', 'python.py', 'ai.sh', 'ai.mjs', 'ai.py']);
+  });
+
+  it('the AI snippets: curl, Node and Python edit, describe and generate', async () => {
+    const sh = await run('bash', ['-e', join(app, 'ai.sh')], { cwd: app, env: env() });
+    expect(sh.stdout).toMatch(/^x-edit-operations: \[\{"op":"resize","width":800\},\{"op":"grayscale"\}\]/im);
+    expect(sh.stdout).toContain('"source":"provider"');
+    expect(sh.stdout).toMatch(/^x-aspect-ratio: 3:2/im);
+    expect((await sharp(join(app, 'photo-bw.jpg')).metadata()).width).toBe(800);
+    // curl's bytes are the API's: the same edit sent again (here with fetch) answers the same file.
+    const form = new FormData();
+    form.append('file', new Blob([readFileSync(join(app, 'photo.jpg'))]), 'photo.jpg');
+    form.append('instruction', 'make it 800 wide and black and white');
+    const again = await fetch(`${srv.url}/api/v1/edit`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: form,
+    });
+    expect(Buffer.from(await again.arrayBuffer())).toEqual(readFileSync(join(app, 'photo-bw.jpg')));
+    expect((await sharp(join(app, 'boat.webp')).metadata()).format).toBe('webp');
+    const node = await run(process.execPath, [join(app, 'ai.mjs')], { cwd: app, env: env() });
+    expect(node.stdout).toContain(
+      `${join(app, 'rotated.webp')} [ { op: 'rotate', degrees: 270 }, { op: 'format', format: 'webp' } ]`,
+    );
+    expect(node.stdout).toContain(`${join(app, 'boat.webp')}: openai gpt-image-1 at 3:2`);
+    const py = await run('python3', [join(app, 'ai.py')], { cwd: app, env: env() });
+    expect(py.stdout).toContain(`${join(app, 'boat.webp')} openai 1:1`);
+    expect(py.stdout).toMatch(/^provider A gradient/m);
   });
 
   it('the Node snippet writes a WebP beside the photo and says what it saved', async () => {
@@ -100,7 +140,7 @@ describe('the root README', () => {
     }
   });
 
-  it('the MCP configuration for a clone starts compresso-mcp, which lists its four tools', async () => {
+  it('the MCP configuration for a clone starts compresso-mcp, which lists its seven tools', async () => {
     const json = /```json\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
     const config = JSON.parse(json.replaceAll('/path/to/compresso', REPO));
     const entry = config.mcpServers.compresso as {
@@ -138,7 +178,15 @@ describe('the root README', () => {
       });
       send({ jsonrpc: '2.0', method: 'notifications/initialized' });
       send({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
-      expect((await listed).sort()).toEqual(['compress_batch', 'compress_image', 'get_usage', 'image_info']);
+      expect((await listed).sort()).toEqual([
+        'alt_text',
+        'compress_batch',
+        'compress_image',
+        'edit_image',
+        'generate_image',
+        'get_usage',
+        'image_info',
+      ]);
     } finally {
       child.kill();
     }

@@ -23,6 +23,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { closeMetricPool, createAutoEncoder, createEngine } from '@compresso/engine';
+import sharp from 'sharp';
 import { type CorpusImage, DEFAULT_CORPUS, KINDS, type Kind, loadCorpus } from './corpus.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -75,12 +76,28 @@ const before = beforeModule
 type Engine = typeof fixed;
 async function timed(engine: Engine, image: CorpusImage, format: string, quality: 80 | 'auto') {
   const start = performance.now();
+  const cpu = process.cpuUsage();
   const result = await engine.optimize(image.bytes, {
     output_format: format as 'jpeg',
     quality,
     max_dimension: maxDimension,
   });
-  return { ms: performance.now() - start, info: result.info };
+  const used = process.cpuUsage(cpu);
+  return { ms: performance.now() - start, cpuMs: (used.user + used.system) / 1000, info: result.info };
+}
+/**
+ * An untimed auto encode of a 64-px image just before a timed one, so the engine's metric thread is
+ * running and compiled, as it is in a busy server. Without it the two autos are not compared fairly:
+ * a metric thread stops after 10 s idle (metric/index.ts), and the one that waited through the other
+ * auto's long run pays for a new thread (module loading, cold code) inside its timed call.
+ */
+const tiny = await sharp({
+  create: { width: 64, height: 48, channels: 3, background: { r: 90, g: 140, b: 200 } },
+})
+  .png()
+  .toBuffer();
+async function warm(engine: Engine, format: string) {
+  await engine.optimize(tiny, { output_format: format as 'jpeg', quality: 'auto' });
 }
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -96,6 +113,12 @@ interface Row {
   beforeMs: number;
   afterRatio: number;
   beforeRatio: number;
+  /** CPU time of the whole process (main, libvips and metric threads) for one optimize(), median. */
+  fixedCpuMs?: number;
+  afterCpuMs?: number;
+  beforeCpuMs?: number;
+  afterCpuRatio?: number;
+  beforeCpuRatio?: number;
   afterBytes: number;
   beforeBytes: number;
   afterScore: number;
@@ -116,18 +139,27 @@ async function measure(): Promise<Row[]> {
       const f: number[] = [];
       const a: number[] = [];
       const b: number[] = [];
+      const fc: number[] = [];
+      const ac: number[] = [];
+      const bc: number[] = [];
       let afterInfo: Awaited<ReturnType<typeof timed>>['info'] | undefined;
       let beforeInfo: typeof afterInfo;
       // Warm-up: the first call of each path pays for module loading and the metric thread's start.
       await timed(fixed, image, format, 80);
       for (let r = 0; r < reps; r++) {
-        f.push((await timed(fixed, image, format, 80)).ms);
+        const w = await timed(fixed, image, format, 80);
+        f.push(w.ms);
+        fc.push(w.cpuMs);
+        await warm(after, format);
         const x = await timed(after, image, format, 'auto');
         a.push(x.ms);
+        ac.push(x.cpuMs);
         afterInfo = x.info;
         if (r < beforeReps) {
+          await warm(before, format);
           const y = await timed(before, image, format, 'auto');
           b.push(y.ms);
+          bc.push(y.cpuMs);
           beforeInfo = y.info;
         }
       }
@@ -140,6 +172,11 @@ async function measure(): Promise<Row[]> {
         beforeMs: median(b),
         afterRatio: median(a) / median(f),
         beforeRatio: median(b) / median(f),
+        fixedCpuMs: median(fc),
+        afterCpuMs: median(ac),
+        beforeCpuMs: median(bc),
+        afterCpuRatio: median(ac) / median(fc),
+        beforeCpuRatio: median(bc) / median(fc),
         afterBytes: afterInfo!.output_size,
         beforeBytes: beforeInfo!.output_size,
         afterScore: afterInfo!.score ?? Number.NaN,
@@ -151,7 +188,7 @@ async function measure(): Promise<Row[]> {
       };
       rows.push(row);
       process.stderr.write(
-        `${image.name} ${format}: fixed ${row.fixedMs.toFixed(0)} ms, after ${row.afterRatio.toFixed(2)}× (${row.afterSteps} steps, q${row.afterQuality}, ${row.afterScore}), before ${row.beforeRatio.toFixed(2)}× (${row.beforeSteps} steps, q${row.beforeQuality}, ${row.beforeScore}); bytes ${row.afterBytes} vs ${row.beforeBytes}\n`,
+        `${image.name} ${format}: fixed ${row.fixedMs.toFixed(0)} ms, after ${row.afterRatio.toFixed(2)}× (CPU ${row.afterCpuRatio!.toFixed(2)}×, ${row.afterSteps} steps, q${row.afterQuality}, ${row.afterScore}), before ${row.beforeRatio.toFixed(2)}× (CPU ${row.beforeCpuRatio!.toFixed(2)}×, ${row.beforeSteps} steps, q${row.beforeQuality}, ${row.beforeScore}); bytes ${row.afterBytes} vs ${row.beforeBytes}\n`,
       );
     }
   }
@@ -170,6 +207,9 @@ function summarise(of: Row[]) {
     images: of.length,
     afterRatio: r2(mean(of.map((r) => r.afterRatio))),
     beforeRatio: r2(mean(of.map((r) => r.beforeRatio))),
+    // Runs recorded before the CPU columns existed have none: NaN, shown as "—".
+    afterCpuRatio: r2(mean(of.map((r) => r.afterCpuRatio ?? Number.NaN))),
+    beforeCpuRatio: r2(mean(of.map((r) => r.beforeCpuRatio ?? Number.NaN))),
     afterSteps: r1(mean(of.map((r) => r.afterSteps))),
     beforeSteps: r1(mean(of.map((r) => r.beforeSteps))),
     afterBytes: sum('afterBytes'),
@@ -187,26 +227,29 @@ const groups = kinds.flatMap((kind) =>
     .filter((g) => g.of.length),
 );
 const table = groups.map((g) => ({ kind: g.kind, format: g.format, ...summarise(g.of) }));
-const perFormat = formats.map((format) => ({
-  format,
-  ...summarise(rows.filter((r) => r.format === format)),
-}));
+const perFormat = formats
+  .filter((format) => rows.some((r) => r.format === format))
+  .map((format) => ({
+    format,
+    ...summarise(rows.filter((r) => r.format === format)),
+  }));
 const overall = summarise(rows);
 
+const cpuRatio = (r: number) => (Number.isFinite(r) ? `${r.toFixed(2)}×` : '—');
 const lines = [
-  `## Quality "auto": cost as a ratio to one fixed-quality encode, before and after the predictor`,
+  `## Quality "auto": cost as a ratio to one fixed-quality encode, before and after`,
   '',
-  `${new Date().toISOString().slice(0, 10)}; before: ${values['before-engine'] ?? 'this engine without the predictor'}; ${new Set(rows.map((r) => r.name)).size} images (at most ${perKind} per kind, the bench's subset), resized to fit ${maxDimension} px; per image and format the median of ${reps} alternating runs of fixed Q80 and auto after (${beforeReps} of auto before), one image at a time in one process. Ratio = auto time ÷ fixed time of the same image (the mean over the images of a row; images per second at auto = images per second at the fixed quality ÷ ratio). Score: SSIMULACRA2 auto reports for its output. ${merged ? `Merged from ${merged.length} runs made side by side (${merged.map((m) => m.formats?.join(',') ?? '?').join(' | ')}).` : `${((Date.now() - started) / 1000).toFixed(0)} s.`}`,
+  `${new Date().toISOString().slice(0, 10)}; before: ${values['before-engine'] ?? 'this engine without the predictor'}; ${new Set(rows.map((r) => r.name)).size} images (at most ${perKind} per kind, the bench's subset), resized to fit ${maxDimension} px; per image and format the median of ${reps} alternating runs of fixed Q80 and auto after (${beforeReps} of auto before), one image at a time in one process. Ratio = auto time ÷ fixed time of the same image (the mean over the images of a row; images per second at auto = images per second at the fixed quality ÷ ratio). CPU ratio = the same with the process's CPU time (main, libvips and metric threads), which other work on a shared machine moves much less than wall-clock time, and which is what several images in flight (the bench) pay. Score: SSIMULACRA2 auto reports for its output. ${merged ? `Merged from ${merged.length} runs made side by side (${merged.map((m) => m.formats?.join(',') ?? '?').join(' | ')}).` : `${((Date.now() - started) / 1000).toFixed(0)} s.`}`,
   '',
-  '| kind | format | images | ratio before | ratio after | steps before → after | bytes before | bytes after | change | mean (min) before | mean (min) after |',
-  '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  '| kind | format | images | ratio before | ratio after | CPU ratio before | CPU ratio after | steps before → after | bytes before | bytes after | change | mean (min) before | mean (min) after |',
+  '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ...[
     ...table,
     ...perFormat.map((p) => ({ kind: 'all', ...p })),
     { kind: 'all', format: 'all', ...overall },
   ].map(
     (t) =>
-      `| ${t.kind} | ${t.format} | ${t.images} | ${t.beforeRatio.toFixed(2)}× | ${t.afterRatio.toFixed(2)}× | ${t.beforeSteps} → ${t.afterSteps} | ${t.beforeBytes} | ${t.afterBytes} | ${t.bytesChange > 0 ? '+' : ''}${t.bytesChange.toFixed(1)} % | ${t.beforeMeanScore.toFixed(1)} (${t.beforeMinScore.toFixed(1)}) | ${t.afterMeanScore.toFixed(1)} (${t.afterMinScore.toFixed(1)}) |`,
+      `| ${t.kind} | ${t.format} | ${t.images} | ${t.beforeRatio.toFixed(2)}× | ${t.afterRatio.toFixed(2)}× | ${cpuRatio(t.beforeCpuRatio)} | ${cpuRatio(t.afterCpuRatio)} | ${t.beforeSteps} → ${t.afterSteps} | ${t.beforeBytes} | ${t.afterBytes} | ${t.bytesChange > 0 ? '+' : ''}${t.bytesChange.toFixed(1)} % | ${t.beforeMeanScore.toFixed(1)} (${t.beforeMinScore.toFixed(1)}) | ${t.afterMeanScore.toFixed(1)} (${t.afterMinScore.toFixed(1)}) |`,
   ),
   '',
 ];

@@ -1,14 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { fileBlobStore, loadConfig, openBlobStore } from '@compresso/runtime';
 import { s3BlobStore } from '@compresso/runtime/s3';
@@ -125,6 +125,42 @@ describe('fileBlobStore', () => {
     expect(readdirSync(join(root, '.tmp'))).toEqual([]);
     expect(await store.head('a/c.png')).toBeUndefined();
   });
+
+  it('closes the file of a stream read to its end, and of one destroyed part-way', async () => {
+    const root = join(dir, 'fd-check');
+    const store = fileBlobStore({ root });
+    await store.put('k/one.bin', new Uint8Array(256 * 1024).fill(7));
+    // This process's descriptors open on the blob's file (Linux: /proc/self/fd links).
+    const openOnBlob = () =>
+      readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`).startsWith(root);
+        } catch {
+          return false; // closed between the listing and the read
+        }
+      }).length;
+    for (let i = 0; i < 5; i++) {
+      // Read to its end as a response reads it (piped: the reader never destroys it itself).
+      const full = await store.getStream('k/one.bin');
+      const fullClosed = once(full!.stream, 'close');
+      let bytes = 0;
+      const sink = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          bytes += chunk.byteLength;
+          done();
+        },
+      });
+      full!.stream.pipe(sink);
+      await once(sink, 'finish');
+      expect(bytes).toBe(256 * 1024);
+      await fullClosed;
+      const cut = await store.getStream('k/one.bin');
+      const cutClosed = once(cut!.stream, 'close');
+      cut!.stream.destroy();
+      await cutClosed;
+    }
+    expect(openOnBlob()).toBe(0);
+  }, 10_000);
 });
 
 describe('s3BlobStore', () => {

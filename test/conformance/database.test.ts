@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeAccountStoreBattery } from './accounts-battery.ts';
 import { describeAttemptStoreBattery } from './attempts-battery.ts';
 import { describeBatchStoreBattery } from './batches-battery.ts';
+import { describeBillingStoreBattery } from './billing-battery.ts';
 import type { OpenDatabase } from './database-battery-helpers.ts';
 import { describeExtensionStoreBattery } from './extension-battery.ts';
 import { describeUsageStoreBattery } from './usage-battery.ts';
@@ -23,6 +24,7 @@ function describeDatabaseBatteries(name: string, open: OpenDatabase): void {
   describeBatchStoreBattery(name, open);
   describeWebSessionStoreBattery(name, open);
   describeAttemptStoreBattery(name, open);
+  describeBillingStoreBattery(name, open);
 }
 
 /**

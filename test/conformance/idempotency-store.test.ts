@@ -2,26 +2,26 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  type IdempotencyStore,
-  postgresIdempotencyStore,
-  type StoredAnswer,
-  sqliteIdempotencyStore,
-} from '@compresso/runtime';
+import { DatabaseSync } from 'node:sqlite';
+import { type Database, type IdempotencyStore, type StoredAnswer, sqliteDatabase } from '@compresso/runtime';
+import { postgresDatabase } from '@compresso/runtime/postgres';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
- * The battery every IdempotencyStore backend passes: SQLite (two connections on one file, as two
- * processes would have) and PostgreSQL (two pools on one schema of this run's own).
+ * The battery of the Database's idempotency store (`db.idempotency`) on every backend: SQLite (two
+ * databases on one file, as two processes would have) and PostgreSQL (two pools on one schema of
+ * this run's own); and the core migration adopting a table the store made when it was a port of its
+ * own.
  */
 const ADMIN_URL = process.env.COMPRESSO_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const schema = `idem_${randomBytes(4).toString('hex')}`;
+const run = randomBytes(4).toString('hex');
+const schemas: string[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'compresso-idem-store-'));
 const admin = new pg.Pool({ connectionString: ADMIN_URL, max: 1, connectionTimeoutMillis: 5000 });
 
 afterAll(async () => {
-  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   await admin.end();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -35,27 +35,55 @@ const answer = (status: number, text: string): StoredAnswer => ({
   bodyKey: null,
 });
 
-const BACKENDS: Record<string, () => Promise<[IdempotencyStore, IdempotencyStore]>> = {
-  sqlite: async () => {
-    const file = join(dir, `${randomBytes(3).toString('hex')}.sqlite`);
-    return [sqliteIdempotencyStore({ path: file }), sqliteIdempotencyStore({ path: file })];
-  },
-  postgres: async () => [
-    await postgresIdempotencyStore({ url: ADMIN_URL, schema }),
-    await postgresIdempotencyStore({ url: ADMIN_URL, schema }),
-  ],
-};
+/** Two Databases on one store of data, and how to run raw SQL on it before they migrate. */
+interface Backend {
+  open(): [Database, Database];
+  /** Runs statements on the (not yet migrated) database the next open() uses. */
+  raw(sql: string): Promise<void>;
+}
 
-describe.each(Object.keys(BACKENDS))('IdempotencyStore on %s', (backend) => {
+function sqliteBackend(): Backend {
+  const file = join(dir, `${randomBytes(3).toString('hex')}.sqlite`);
+  return {
+    open: () => [sqliteDatabase({ path: file }), sqliteDatabase({ path: file })],
+    async raw(sql) {
+      const db = new DatabaseSync(file);
+      db.exec(sql);
+      db.close();
+    },
+  };
+}
+
+function postgresBackend(): Backend {
+  const schema = `idem_${run}_${schemas.length}`;
+  schemas.push(schema);
+  return {
+    open: () => [
+      postgresDatabase({ url: ADMIN_URL, schema, poolSize: 4 }),
+      postgresDatabase({ url: ADMIN_URL, schema, poolSize: 4 }),
+    ],
+    async raw(sql) {
+      await admin.query(
+        `CREATE SCHEMA IF NOT EXISTS "${schema}"; SET search_path = "${schema}"; ${sql}; SET search_path = public`,
+      );
+    },
+  };
+}
+
+const BACKENDS: Record<string, () => Backend> = { sqlite: sqliteBackend, postgres: postgresBackend };
+
+describe.each(Object.keys(BACKENDS))('db.idempotency on %s', (backend) => {
+  let dbs: Database[] = [];
   let a: IdempotencyStore;
   let b: IdempotencyStore;
   beforeAll(async () => {
-    [a, b] = await BACKENDS[backend]!();
+    dbs = BACKENDS[backend]!().open();
     // Both migrate at once, as two processes starting together do.
-    await Promise.all([a.migrate(), b.migrate()]);
+    await Promise.all(dbs.map((db) => db.migrate()));
+    [a, b] = dbs.map((db) => db.idempotency) as [IdempotencyStore, IdempotencyStore];
   });
   afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
+    await Promise.all(dbs.map((db) => db.close()));
   });
   const claim = (store: IdempotencyStore, key: string, fingerprint: string, nowMs: number, leaseMs = HOUR) =>
     store.claim({ scope: `s-${backend}`, key, fingerprint, nowMs, leaseMs, ttlMs: DAY });
@@ -162,5 +190,47 @@ describe.each(Object.keys(BACKENDS))('IdempotencyStore on %s', (backend) => {
     expect(purged.bodyKeys).toContain('idempotency/x/1');
     expect(await a.find(`p-${backend}`, 'old')).toBeUndefined();
     expect(await a.find(`p-${backend}`, 'new')).toBeDefined();
+  });
+});
+
+describe.each(Object.keys(BACKENDS))('the core migration on %s', (backend) => {
+  it('adopts the table (and its rows) the store made as a port of its own', async () => {
+    const at = BACKENDS[backend]!();
+    // What the separate store's own migration 1 left: its version table and idempotency_keys.
+    const blob = backend === 'sqlite' ? 'BLOB' : 'bytea';
+    const int = backend === 'sqlite' ? 'INTEGER' : 'bigint';
+    await at.raw(`
+      CREATE TABLE idempotency_migrations (version integer PRIMARY KEY);
+      INSERT INTO idempotency_migrations (version) VALUES (1);
+      CREATE TABLE idempotency_keys (
+        scope text NOT NULL, idem_key text NOT NULL, fingerprint text NOT NULL, token text NOT NULL,
+        state text NOT NULL, created_ms ${int} NOT NULL, locked_until_ms ${int} NOT NULL, status integer,
+        headers text, body ${blob}, body_key text, PRIMARY KEY (scope, idem_key)
+      );
+      CREATE INDEX idempotency_keys_created ON idempotency_keys (created_ms);
+      INSERT INTO idempotency_keys (scope, idem_key, fingerprint, token, state, created_ms, locked_until_ms, status, headers, body_key)
+        VALUES ('s', 'kept', 'f1', 't1', 'done', 1000, 2000, 201, '{"x-a":"1"}', 'idempotency/k/1')`);
+    const [db, other] = at.open();
+    try {
+      await db.migrate();
+      await other.migrate();
+      const kept = await db.idempotency.find('s', 'kept');
+      expect(kept).toMatchObject({
+        fingerprint: 'f1',
+        state: 'done',
+        answer: { status: 201, bodyKey: 'idempotency/k/1' },
+      });
+      const again = await other.idempotency.claim({
+        scope: 's',
+        key: 'kept',
+        fingerprint: 'f1',
+        nowMs: 1500,
+        leaseMs: HOUR,
+        ttlMs: DAY,
+      });
+      expect(again.claimed).toBe(false);
+    } finally {
+      await Promise.all([db.close(), other.close()]);
+    }
   });
 });

@@ -4,10 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createAccount, type Database, sqliteDatabase } from '@compresso/runtime';
 import { postgresDatabase } from '@compresso/runtime/postgres';
+import { Browser, hashPassword } from '@compresso/server/testing';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { hashPassword } from '../../core/server/src/web/passwords.ts';
-import { Browser } from '../../core/server/src/web/test-browser.ts';
 import { type Proc, startServe } from './processes.ts';
 
 /**

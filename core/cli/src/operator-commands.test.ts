@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hashKey, sqliteDatabase } from '@compresso/runtime';
+import { billingStore, hashKey, sqliteDatabase } from '@compresso/runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CliIo } from './io.ts';
 import { run } from './program.ts';
@@ -80,6 +80,50 @@ describe('operator commands', () => {
     expect(
       JSON.parse((await cli('keys', 'list', '--account', 'op@example.com', '--json')).stdout).keys,
     ).toEqual([]);
+  });
+
+  it('account show says where Pro comes from, the subscription state and the Stripe customer', async () => {
+    await cli('account', 'create', '--email', 'payer@example.com');
+    let shown = await cli('account', 'show', 'payer@example.com');
+    expect(shown.stdout).toContain('free plan');
+    expect(shown.stdout).toContain('  plan source: none\n  subscription: none\n  customer: none\n');
+    // What the webhook records when Stripe reports a subscription (see the server's billing tests).
+    const db = sqliteDatabase({ path: join(dir, 'data', 'compresso.sqlite') });
+    try {
+      await db.migrate();
+      const account = await db.findAccountByEmail('payer@example.com');
+      const billing = billingStore(db);
+      await billing.linkCustomer(account!.id, 'cus_Op123', new Date().toISOString());
+      await billing.applySubscription({
+        eventId: 'evt_op1',
+        eventType: 'customer.subscription.created',
+        eventAt: Math.floor(Date.now() / 1000),
+        now: new Date().toISOString(),
+        graceMs: 0,
+        snapshot: {
+          id: 'sub_Op123',
+          customerId: 'cus_Op123',
+          accountId: account!.id,
+          status: 'active',
+          priceId: 'price_Pro',
+          currentPeriodEnd: '2099-03-01T00:00:00.000Z',
+          cancelAtPeriodEnd: true,
+        },
+      });
+    } finally {
+      await db.close();
+    }
+    shown = await cli('account', 'show', 'payer@example.com');
+    expect(shown.stdout).toContain('pro plan, 0 of 500 API requests today');
+    expect(shown.stdout).toContain(
+      '  plan source: subscription\n  subscription: sub_Op123 active: Cancelled: Pro until 2099-03-01, then the free plan.\n  customer: cus_Op123\n',
+    );
+    expect(JSON.parse((await cli('account', 'show', 'payer@example.com', '--json')).stdout)).toMatchObject({
+      plan: 'pro',
+      plan_sources: ['subscription'],
+      customer_id: 'cus_Op123',
+      subscription: { id: 'sub_Op123', status: 'active', cancel_at_period_end: true, grace_until: null },
+    });
   });
 
   it('keys create --json gives the record and the key once; keys list --all shows revoked keys', async () => {

@@ -23,6 +23,8 @@ const tsc = join(dirname(createRequire(import.meta.url).resolve('typescript/pack
 const schemaSrc = join(dirname(createRequire(import.meta.url).resolve('@compresso/schema/wire')));
 const WIRE_FILES = [
   'wire.ts',
+  'ai-table.ts',
+  'body-members.ts',
   'error-codes.ts',
   'formats.ts',
   'option-table.ts',

@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import {
-  API_ROUTES,
   COMPRESS_OPTIONS,
+  decodeJsonHeader,
   decodeResultHeaders,
-  type RouteId,
   resultClientName,
   resultHeaderName,
-  routePath,
 } from '@compresso/schema/wire';
 import {
   AbortError,
@@ -38,6 +36,9 @@ import {
   type WireResponse,
 } from './transport.ts';
 import type {
+  AltTextContext,
+  AltTextOptions,
+  AltTextResult,
   ApiKey,
   BatchItem,
   ClientOptions,
@@ -46,11 +47,15 @@ import type {
   CompressResult,
   CreatedApiKey,
   CreateKeyOptions,
+  EditOperation,
+  EditOptions,
+  EditResult,
+  GenerateOptions,
+  GenerateResult,
   ImageInput,
   ImageOptions,
   InfoOptions,
   InfoResult,
-  InputFormat,
   Job,
   OutputFormat,
   RequestOptions,
@@ -58,6 +63,7 @@ import type {
   Usage,
 } from './types.ts';
 import { VERSION } from './version.ts';
+import { bodyFromWire, route } from './wire-body.ts';
 
 export const DEFAULT_BASE_URL = 'http://localhost:3000';
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -88,32 +94,6 @@ interface CallSpec {
   idempotencyKey?: boolean;
 }
 
-/** Method and path of a route of the contract's table (the table is built into this package). */
-function route(id: RouteId, params?: Record<string, string>): Pick<CallSpec, 'method' | 'path'> {
-  return { method: API_ROUTES[id].method, path: routePath(id, params) };
-}
-
-interface KeyWire {
-  id: string;
-  name: string;
-  prefix: string;
-  created_at: string;
-  last_used_at: string | null;
-  revoked_at: string | null;
-  key?: string;
-}
-
-function keyOf(wire: KeyWire): ApiKey {
-  return {
-    id: wire.id,
-    name: wire.name,
-    prefix: wire.prefix,
-    createdAt: wire.created_at,
-    lastUsedAt: wire.last_used_at,
-    revokedAt: wire.revoked_at,
-  };
-}
-
 /** `client.keys`: the API keys of the caller's account. */
 export class Keys {
   readonly #client: Compresso;
@@ -134,8 +114,7 @@ export class Keys {
       },
       request,
     );
-    const wire = parseJson<KeyWire>(response);
-    return { ...keyOf(wire), key: String(wire.key) };
+    return bodyFromWire<CreatedApiKey>('CreatedApiKey', parseJson(response));
   }
 
   /** GET /api/v1/keys — the account's active keys (never a secret). */
@@ -144,7 +123,7 @@ export class Keys {
       { ...route('listKeys'), accept: 'application/json', idempotent: true },
       options,
     );
-    return parseJson<{ keys: KeyWire[] }>(response).keys.map(keyOf);
+    return parseJson<{ keys: unknown[] }>(response).keys.map((key) => bodyFromWire<ApiKey>('ApiKey', key));
   }
 
   /** DELETE /api/v1/keys/{id} — the key fails from the next request on. */
@@ -160,8 +139,7 @@ export class Keys {
       },
       options,
     );
-    const wire = parseJson<{ id: string }>(response);
-    return { id: wire.id, revoked: true };
+    return bodyFromWire<RevokedApiKey>('RevokedApiKey', parseJson(response));
   }
 }
 
@@ -180,6 +158,19 @@ const IMAGE_OPTIONS = [...Object.values(COMPRESS_OPTIONS).map((spec) => spec.cli
 const REQUEST_OPTIONS = ['signal', 'timeout', 'maxRetries', 'idempotencyKey'];
 const KNOWN_OPTIONS = {
   info: new Set([...IMAGE_OPTIONS, ...REQUEST_OPTIONS]),
+  generate: new Set([
+    ...REQUEST_OPTIONS,
+    'model',
+    'aspectRatio',
+    'format',
+    'quality',
+    'maxDimension',
+    'outputPath',
+    'overwrite',
+  ]),
+  edit: new Set([...IMAGE_OPTIONS, ...REQUEST_OPTIONS, 'output', 'overwrite']),
+  altText: new Set([...REQUEST_OPTIONS, 'filename']),
+  altTextContext: new Set(['productTitle', 'vendor', 'pageTitle', 'language']),
   compress: new Set([...IMAGE_OPTIONS, ...REQUEST_OPTIONS, 'output', 'overwrite']),
   compressBatch: new Set([
     ...IMAGE_OPTIONS,
@@ -479,6 +470,177 @@ export class Compresso {
   }
 
   /**
+   * POST /api/v1/generate: an image from a prompt, made by the server's AI provider and compressed
+   * like any other (format, quality, size). Written to `outputPath` when given.
+   */
+  async generate(prompt: string, options: GenerateOptions = {}): Promise<GenerateResult> {
+    checkOptions('generate', options);
+    if (typeof prompt !== 'string' || prompt.trim() === '') {
+      throw new BadRequestError('INVALID_OPTION', 'prompt: expected the words of what to draw.', {
+        details: [
+          { field: 'prompt', expected: 'a non-empty string', received: JSON.stringify(prompt) ?? 'nothing' },
+        ],
+      });
+    }
+    const json: Record<string, unknown> = { prompt };
+    if (options.model !== undefined) json.model = options.model;
+    if (options.aspectRatio !== undefined) json.aspect_ratio = options.aspectRatio;
+    if (options.format !== undefined) json.output_format = options.format;
+    if (options.quality !== undefined) json.quality = options.quality;
+    if (options.maxDimension !== undefined) json.max_dimension = options.maxDimension;
+    const response = await this.request(
+      { ...route('generate'), json, accept: '*/*', idempotent: true, idempotencyKey: true },
+      options,
+    );
+    // No input: the download name is the server's (generated.<ext>), nothing is beside an input.
+    const prepared: PreparedInput = {
+      bytes: new Uint8Array(),
+      filename: 'generated',
+      contentType: 'application/octet-stream',
+      path: undefined,
+      label: 'generated',
+    };
+    const result = await this.#finishCompressed(
+      response,
+      prepared,
+      { output: options.outputPath ?? false, overwrite: options.overwrite ?? true },
+      undefined,
+    );
+    const h = response.headers;
+    return {
+      ...result,
+      provider: h['x-ai-provider'] ?? '',
+      model: h['x-ai-model'] ?? '',
+      aspectRatio: h['x-aspect-ratio'] ?? '',
+      ...(h['x-aspect-ratio-requested'] ? { aspectRatioRequested: h['x-aspect-ratio-requested'] } : {}),
+    };
+  }
+
+  /**
+   * POST /api/v1/edit: the image changed as a plain-language instruction says ("make it 800 wide
+   * and black and white"); the result lists the operations applied and the words not understood.
+   */
+  async edit(input: ImageInput, instruction: string, options: EditOptions = {}): Promise<EditResult> {
+    checkOptions('edit', options);
+    if (typeof instruction !== 'string' || instruction.trim() === '') {
+      throw new BadRequestError('INVALID_OPTION', 'instruction: expected what to do, in words.', {
+        details: [
+          {
+            field: 'instruction',
+            expected: 'a non-empty string',
+            received: JSON.stringify(instruction) ?? 'nothing',
+          },
+        ],
+      });
+    }
+    const prepared = await prepareInput(input, { maxBytes: this.maxUploadBytes, filename: options.filename });
+    const explicit = options.output;
+    if (typeof explicit === 'string' && !looksLikeDirectory(explicit) && !(await isDirectory(explicit))) {
+      this.#refuseOverwrite(resolve(explicit), prepared, options);
+    }
+    const response = await this.request(
+      {
+        ...route('edit'),
+        multipart: { file: prepared, fields: { ...fields(options), instruction } },
+        accept: '*/*',
+        idempotent: true,
+        idempotencyKey: true,
+      },
+      options,
+    );
+    const result = await this.#finishCompressed(
+      response,
+      prepared,
+      { ...options, output: explicit ?? false },
+      undefined,
+    );
+    const h = response.headers;
+    const list = <T>(name: string): T[] => {
+      const value = decodeJsonHeader(h[name]);
+      return Array.isArray(value) ? (value as T[]) : [];
+    };
+    if (h['x-edit-operations'] === undefined) {
+      throw new CompressoError(
+        'INVALID_RESPONSE',
+        "The server's answer lacks the X-Edit-Operations header.",
+        {
+          status: response.status,
+          requestId: h['x-request-id'],
+        },
+      );
+    }
+    return {
+      ...result,
+      operations: list<EditOperation>('x-edit-operations'),
+      unrecognized: list<string>('x-edit-unrecognized'),
+      generated: list<string>('x-edit-generated'),
+      ...(h['x-ai-provider'] ? { provider: h['x-ai-provider'] } : {}),
+      ...(h['x-ai-model'] ? { model: h['x-ai-model'] } : {}),
+    };
+  }
+
+  /**
+   * POST /api/v1/alt-text: alt text for an image, from the server's vision provider (`source:
+   * 'provider'`) or composed offline from `context` and measured facts (`source: 'offline'`).
+   */
+  async altText(
+    input: ImageInput,
+    context: AltTextContext = {},
+    options: AltTextOptions = {},
+  ): Promise<AltTextResult> {
+    checkOptions('altTextContext', context);
+    checkOptions('altText', options);
+    const prepared = await prepareInput(input, { maxBytes: this.maxUploadBytes, filename: options.filename });
+    const form: Record<string, string> = {};
+    if (context.productTitle !== undefined) form.product_title = context.productTitle;
+    if (context.vendor !== undefined) form.vendor = context.vendor;
+    if (context.pageTitle !== undefined) form.page_title = context.pageTitle;
+    if (context.language !== undefined) form.language = context.language;
+    const response = await this.request(
+      {
+        ...route('altText'),
+        multipart: { file: prepared, fields: form },
+        accept: 'application/json',
+        idempotent: true,
+        idempotencyKey: true,
+      },
+      options,
+    );
+    const wire = parseJson<{
+      alt: string;
+      source: 'provider' | 'offline';
+      language: string;
+      basis: string[];
+      provider?: string;
+      model?: string;
+      facts: {
+        width: number;
+        height: number;
+        orientation: 'landscape' | 'portrait' | 'square';
+        dominant_color: string;
+        color_name: string;
+        transparent: boolean;
+      };
+    }>(response);
+    return {
+      alt: wire.alt,
+      source: wire.source,
+      language: wire.language,
+      basis: wire.basis,
+      ...(wire.provider !== undefined ? { provider: wire.provider } : {}),
+      ...(wire.model !== undefined ? { model: wire.model } : {}),
+      facts: {
+        width: wire.facts.width,
+        height: wire.facts.height,
+        orientation: wire.facts.orientation,
+        dominantColor: wire.facts.dominant_color,
+        colorName: wire.facts.color_name,
+        transparent: wire.facts.transparent,
+      },
+    };
+  }
+
+  /**
    * Compress many inputs, `concurrency` at a time. Never rejects for one input: each item says
    * `ok` with its result or its typed error. Once the key is refused (401/403) or the daily quota
    * is used up, the inputs not yet sent fail with that same error instead of spending requests.
@@ -624,8 +786,7 @@ export class Compresso {
           if (item.status === 'failed') throw jobItemError(item);
           const response = await this.request(
             {
-              method: 'GET',
-              path: `/api/v1/jobs/${encodeURIComponent(current.id)}/items/${item.index}`,
+              ...route('getJobItem', { id: current.id, index: item.index }),
               accept: '*/*',
               idempotent: true,
             },
@@ -651,24 +812,7 @@ export class Compresso {
       { ...route('usage'), accept: 'application/json', idempotent: true },
       options,
     );
-    const wire = parseJson<{
-      plan: string;
-      day: string;
-      used: number;
-      limit: number;
-      remaining: number;
-      resets_at: string;
-      resets_in_seconds: number;
-    }>(response);
-    return {
-      plan: wire.plan,
-      day: wire.day,
-      used: wire.used,
-      limit: wire.limit,
-      remaining: wire.remaining,
-      resetsAt: wire.resets_at,
-      resetsInSeconds: wire.resets_in_seconds,
-    };
+    return bodyFromWire<Usage>('Usage', parseJson(response));
   }
 
   /**

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import {
+  type BODY_MEMBERS,
   CLIENT_ERROR_CODES,
   type COMPRESS_OPTIONS,
   ERROR_CODES,
@@ -9,10 +10,13 @@ import {
   OUTPUT_FORMATS,
   RESULT_HEADERS,
   resultClientName,
+  type AltTextResult as SchemaAltTextResult,
   type ApiKey as SchemaApiKey,
   type BatchItem as SchemaBatchItem,
   type BatchJob as SchemaBatchJob,
   type CreatedApiKey as SchemaCreatedApiKey,
+  type EditOperation as SchemaEditOperation,
+  type ImageFacts as SchemaImageFacts,
   type InfoResult as SchemaInfoResult,
   type InputFormat as SchemaInputFormat,
   type OutputFormat as SchemaOutputFormat,
@@ -35,9 +39,12 @@ import {
 } from './index.ts';
 import { EXTENSIONS } from './output.ts';
 import type {
+  AltTextResult,
   ApiKey,
   CompressResult,
   CreatedApiKey,
+  EditOperation,
+  ImageFacts,
   ImageOptions,
   InfoResult,
   InputFormat,
@@ -88,11 +95,29 @@ const apiKeyMatches: Equal<ApiKey, CamelObject<SchemaApiKey>> = true;
 const createdKeyMatches: Equal<CreatedApiKey, CamelObject<SchemaCreatedApiKey>> = true;
 const revokedKeyMatches: Equal<RevokedApiKey, CamelObject<SchemaRevokedApiKey>> = true;
 const jobMembersMatch: Equal<keyof Job, Camel<keyof SchemaBatchJob & string>> = true;
+const editOperationMatches: Equal<EditOperation, SchemaEditOperation> = true;
+const imageFactsMatch: Equal<ImageFacts, CamelObject<SchemaImageFacts>> = true;
+const altTextMembersMatch: Equal<keyof AltTextResult, keyof SchemaAltTextResult> = true;
 const jobProgressMatches: Equal<JobProgress, CamelObject<SchemaBatchJob['progress']>> = true;
 const jobItemMembersMatch: Equal<
   keyof JobItem,
   Exclude<Camel<keyof SchemaBatchItem & string>, 'outputFormat'> | 'format'
 > = true;
+
+/**
+ * bodyFromWire maps answers through the contract's body lists (BODY_MEMBERS): the lists camelCased
+ * are exactly the members of the client's types, so every member the client declares is filled in.
+ */
+type Members<N extends keyof typeof BODY_MEMBERS> = Camel<(typeof BODY_MEMBERS)[N][number]>;
+const bodyListsMatch: [
+  Equal<Members<'Usage'>, keyof Usage>,
+  Equal<Members<'ApiKey'>, keyof ApiKey>,
+  Equal<Members<'CreatedApiKey'>, keyof CreatedApiKey>,
+  Equal<Members<'RevokedApiKey'>, keyof RevokedApiKey>,
+  Equal<Members<'BatchJob'>, keyof Job>,
+  Equal<Members<'BatchJobProgress'>, keyof JobProgress>,
+  Equal<Exclude<Members<'BatchItem'>, 'outputFormat'> | 'format', keyof JobItem>,
+] = [true, true, true, true, true, true, true];
 
 const CLASS_BY_STATUS: Record<number, unknown> = {
   400: BadRequestError,
@@ -111,6 +136,8 @@ const CLASS_BY_STATUS: Record<number, unknown> = {
 const CLASS_BY_CODE: Record<string, unknown> = {
   URL_FETCH_FAILED: BadRequestError,
   IDEMPOTENCY_KEY_REUSED: BadRequestError,
+  CONTENT_POLICY_VIOLATION: BadRequestError,
+  INSTRUCTION_NOT_UNDERSTOOD: BadRequestError,
 };
 
 describe('the client follows @compresso/schema', () => {
@@ -137,6 +164,11 @@ describe('the client follows @compresso/schema', () => {
       jobProgressMatches,
       jobItemMembersMatch,
     ]).toEqual([true, true, true, true, true, true, true]);
+    expect(bodyListsMatch.every(Boolean)).toBe(true);
+  });
+
+  it('the AI bodies are the schema’s: edit operations exactly, alt text camelCased (types above)', () => {
+    expect([editOperationMatches, imageFactsMatch, altTextMembersMatch]).toEqual([true, true, true]);
   });
 
   it('every client-side code of the table has its class, and the client throws no code outside the tables', () => {

@@ -123,6 +123,9 @@ export const BY_CODE: Record<ErrorCode, ErrorClass> & Record<string, ErrorClass 
   IDEMPOTENCY_KEY_IN_USE: BadRequestError,
   // 422 like the image failures, but it is the request (a key reused for another one) to fix.
   IDEMPOTENCY_KEY_REUSED: BadRequestError,
+  // 422: the prompt, instruction or image is what to change, not the image's bytes.
+  CONTENT_POLICY_VIOLATION: BadRequestError,
+  INSTRUCTION_NOT_UNDERSTOOD: BadRequestError,
   NOT_FOUND: NotFoundError,
   REQUEST_TIMEOUT: TimeoutError,
   FILE_TOO_LARGE: TooLargeError,
@@ -138,6 +141,9 @@ export const BY_CODE: Record<ErrorCode, ErrorClass> & Record<string, ErrorClass 
   INTERNAL_ERROR: ServerError,
   PROVIDER_NOT_CONFIGURED: ServerError,
   PROVIDER_ERROR: ServerError,
+  // 503 with Retry-After: retried like SERVICE_UNAVAILABLE.
+  PROVIDER_RATE_LIMITED: ServerError,
+  PROVIDER_TIMEOUT: ServerError,
   SERVICE_UNAVAILABLE: ServerError,
 };
 
@@ -187,7 +193,9 @@ export const STATUS_CODES: Record<number, string> = {
   429: 'RATE_LIMITED',
   500: 'INTERNAL_ERROR',
   502: 'PROVIDER_ERROR',
+  501: 'PROVIDER_NOT_CONFIGURED',
   503: 'SERVICE_UNAVAILABLE',
+  504: 'PROVIDER_TIMEOUT',
 };
 
 /** Seconds from a `Retry-After` value: delta-seconds or an HTTP date. */

@@ -1,13 +1,13 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   filesUnder,
   HOSTILE_DISPOSITIONS,
   HOSTILE_FORMATS,
   type HostileServer,
   startHostileServer,
-} from './hostile-server.ts';
+} from '@compresso/server/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Compresso, type CompressoError, dispositionFileName, safeFileName } from './index.ts';
 import { PHOTO, rejection, workDir } from './test-support.ts';
 

@@ -18,6 +18,10 @@ export {
 export { Jobs } from './jobs.ts';
 export { dispositionFileName, safeExtension, safeFileName } from './safe-name.ts';
 export type {
+  AiModel,
+  AltTextContext,
+  AltTextOptions,
+  AltTextResult,
   ApiKey,
   BatchItem,
   BatchProgress,
@@ -30,6 +34,12 @@ export type {
   CreateJobOptions,
   CreateKeyOptions,
   DownloadJobOptions,
+  EditOperation,
+  EditOptions,
+  EditResult,
+  GenerateOptions,
+  GenerateResult,
+  ImageFacts,
   ImageInput,
   ImageOptions,
   InfoOptions,

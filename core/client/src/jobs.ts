@@ -12,10 +12,10 @@ import type {
   Job,
   JobDownload,
   JobItem,
-  OutputFormat,
   RequestOptions,
   WaitJobOptions,
 } from './types.ts';
+import { bodyFromWire, route } from './wire-body.ts';
 
 /** What `Jobs` needs of the client: one call with its retries, the option fields, the limits. */
 export interface JobsHost {
@@ -39,62 +39,21 @@ const DEFAULT_POLL_MS = 1000;
 const DEFAULT_DOWNLOAD_CONCURRENCY = 4;
 const REQUEST_KEYS = ['signal', 'timeout', 'maxRetries'] as const;
 
-interface ItemWire {
-  index: number;
-  name: string;
-  url?: string;
-  status: JobItem['status'];
-  input_size: number | null;
-  output_size: number | null;
-  savings_percent: number | null;
-  output_format: string | null;
-  output_name: string | null;
-  width: number | null;
-  height: number | null;
-  error: { code: string; message: string; status?: number } | null;
-  download_url: string | null;
-  finished_at: string | null;
-}
-
-interface JobWire {
-  id: string;
-  status: Job['status'];
-  created_at: string;
-  status_url: string;
-  options: Record<string, unknown>;
-  progress: Job['progress'];
-  items: ItemWire[];
-}
-
-function jobOf(wire: JobWire): Job {
-  return {
-    id: wire.id,
-    status: wire.status,
-    createdAt: wire.created_at,
-    statusUrl: wire.status_url,
-    options: wire.options,
-    progress: { ...wire.progress },
-    items: wire.items.map((item) => ({
-      index: item.index,
-      name: item.name,
-      ...(item.url !== undefined ? { url: item.url } : {}),
-      status: item.status,
-      inputSize: item.input_size,
-      outputSize: item.output_size,
-      savingsPercent: item.savings_percent,
-      format: item.output_format as OutputFormat | null,
-      outputName: item.output_name,
-      width: item.width,
-      height: item.height,
-      error: item.error,
-      downloadUrl: item.download_url,
-      finishedAt: item.finished_at,
-    })),
-  };
+/** A job answer as the client's Job: the contract's body lists, the item's `output_format` as `format`. */
+function jobOf(wire: unknown): Job {
+  return bodyFromWire<Job>('BatchJob', wire, {
+    nested: {
+      progress: (progress) => bodyFromWire('BatchJobProgress', progress),
+      items: (items) =>
+        (items as unknown[]).map((item) =>
+          bodyFromWire('BatchItem', item, { rename: { output_format: 'format' } }),
+        ),
+    },
+  });
 }
 
 function parseJob(response: WireResponse): Job {
-  const wire = parseJson<JobWire>(response);
+  const wire = parseJson<{ id?: unknown; items?: unknown; progress?: unknown } | null>(response);
   if (!wire || typeof wire.id !== 'string' || !Array.isArray(wire.items) || !wire.progress) {
     throw new CompressoError('INVALID_RESPONSE', 'The server answered with something that is not a job.', {
       status: response.status,
@@ -225,8 +184,7 @@ export class Jobs {
     }
     const response = await this.#host.request(
       {
-        method: 'POST',
-        path: '/api/v1/jobs',
+        ...route('createJob'),
         json: { urls, options: fields },
         accept: 'application/json',
         idempotent: true,
@@ -249,8 +207,7 @@ export class Jobs {
   ): Promise<Job> {
     const response = await this.#host.request(
       {
-        method: 'POST',
-        path: '/api/v1/jobs',
+        ...route('createJob'),
         multipart: { files, fields },
         accept: 'application/json',
         idempotent: true,
@@ -269,8 +226,7 @@ export class Jobs {
   async #get(id: string, options: RequestOptions): Promise<{ job: Job; retryAfter: number | undefined }> {
     const response = await this.#host.request(
       {
-        method: 'GET',
-        path: `/api/v1/jobs/${encodeURIComponent(id)}`,
+        ...route('getJob', { id }),
         accept: 'application/json',
         idempotent: true,
       },
@@ -358,8 +314,7 @@ export class Jobs {
         try {
           const response = await this.#host.request(
             {
-              method: 'GET',
-              path: `/api/v1/jobs/${encodeURIComponent(current.id)}/items/${item.index}`,
+              ...route('getJobItem', { id: current.id, index: item.index }),
               accept: '*/*',
               idempotent: true,
             },

@@ -3,7 +3,14 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSyn
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileBlobStore, inlineQueue, type QueueWorker } from '@compresso/runtime';
-import { proAccount, startBatchWorker, startTestServer, type TestServer } from '@compresso/server/testing';
+import {
+  type FakeProvider,
+  fakeOpenAi,
+  proAccount,
+  startBatchWorker,
+  startTestServer,
+  type TestServer,
+} from '@compresso/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appDir, CORPUS, installBuild, PACKAGE_DIR, PHOTO, PNG, truncated, workDir } from './test-support.ts';
 
@@ -23,9 +30,17 @@ const work = workDir('readme');
 const queue = inlineQueue();
 const blobs = fileBlobStore({ root: join(work.dir, 'blobs') });
 let worker: QueueWorker | undefined;
+let ai: FakeProvider | undefined;
 
 beforeAll(async () => {
-  srv = await startTestServer({ dbPath: join(work.dir, 'server.sqlite'), queue, blobs });
+  // The AI snippet talks to an OpenAI-compatible provider: a loopback fake of its API.
+  ai = await fakeOpenAi({ apiKey: 'sk-readme' });
+  srv = await startTestServer({
+    dbPath: join(work.dir, 'server.sqlite'),
+    queue,
+    blobs,
+    overrides: { openaiApiKey: 'sk-readme', openaiBaseUrl: ai.url },
+  });
   worker = startBatchWorker({
     queue,
     db: srv.db,
@@ -52,6 +67,7 @@ afterAll(async () => {
   await queue.close();
   await srv?.close();
   await blobs.close();
+  await ai?.close();
   if (app) rmSync(app, { recursive: true, force: true });
   work.cleanup();
 });
@@ -73,6 +89,7 @@ describe('README snippets', () => {
       'batch.mjs',
       'jobs.mjs',
       'keys.cjs',
+      'ai.mjs',
       'errors.cjs',
     ]);
   });
@@ -117,6 +134,15 @@ describe('README snippets', () => {
     expect(out).toMatch(/^new key cmp_live_[A-Za-z0-9_-]{8}… \(store 52 characters somewhere safe\)$/m);
     expect(out).toMatch(/^test, ci$/m);
     expect(out).toMatch(/^\d+ of 500 requests used today, \d+ left$/m);
+  });
+
+  it('AI: an edit with its operations, offline alt text, a generated WebP at the nearest ratio', async () => {
+    const out = await runSnippet('ai.mjs');
+    expect(out).toContain(`${join(app, 'photo-bw.jpg')}: 400×`);
+    expect(out).toContain('(resize, grayscale)');
+    expect(out).toMatch(/^alt text \(provider\): A gradient from green to pink/m);
+    expect(out).toContain(`${join(app, 'boat.webp')}: openai gpt-image-1 at 3:2`);
+    expect(existsSync(join(app, 'boat.webp'))).toBe(true);
   });
 
   it('errors: a text file is UnsupportedImageError NOT_AN_IMAGE', async () => {

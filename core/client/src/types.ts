@@ -317,3 +317,101 @@ export interface DownloadJobOptions extends RequestOptions {
 export type JobDownload =
   | { index: number; name: string; ok: true; path: string; size: number; item: JobItem; error?: undefined }
   | { index: number; name: string; ok: false; path?: undefined; error: CompressoErrorLike; item: JobItem };
+
+/** Our four generation models; the server maps each to a model of its provider. */
+export type AiModel = 'fast' | 'photo' | 'design' | 'icon';
+
+export interface GenerateOptions extends RequestOptions {
+  /** Default `fast`. */
+  model?: AiModel;
+  /** `width:height`, e.g. `'16:9'` (default `'1:1'`); the nearest the model supports is made. */
+  aspectRatio?: string;
+  /** Output format; default the provider's (PNG, usually). */
+  format?: ImageOptions['format'];
+  /** 1–100 or `'auto'`, as for compress. */
+  quality?: number | 'auto';
+  /** Fit inside a square of this many pixels. */
+  maxDimension?: number;
+  /** Write the image here (a file, or an existing directory for `generated.<ext>`); default: nothing written. */
+  outputPath?: string;
+  /** Allow replacing an existing file at `outputPath` (default true: a generated image has no input to protect). */
+  overwrite?: boolean;
+}
+
+export interface GenerateResult extends CompressResult {
+  /** Who made it: `openai` or `replicate`. */
+  provider: string;
+  /** The provider's model id. */
+  model: string;
+  /** The ratio made (the model's nearest to the one asked for). */
+  aspectRatio: string;
+  /** The ratio asked for, when it differs from `aspectRatio`. */
+  aspectRatioRequested?: string;
+}
+
+/** One operation an edit instruction was parsed into (the contract's EditOperation). */
+export type EditOperation =
+  | { op: 'resize'; width?: number; height?: number; scale?: number }
+  | { op: 'crop'; aspect: string }
+  | { op: 'rotate'; degrees: number }
+  | { op: 'flip'; direction: 'horizontal' | 'vertical' }
+  | { op: 'grayscale' }
+  | { op: 'blur'; sigma: number }
+  | { op: 'sharpen'; sigma: number }
+  | { op: 'brightness'; factor: number }
+  | { op: 'contrast'; factor: number }
+  | { op: 'saturation'; factor: number }
+  | { op: 'format'; format: OutputFormat }
+  | { op: 'quality'; quality: number | 'auto' };
+
+export interface EditOptions extends ImageOptions, RequestOptions {
+  /** Where to write the result (a file, or a directory); default: nothing written. */
+  output?: string | false;
+  /** Allow `output` to be the input file itself. */
+  overwrite?: boolean;
+}
+
+export interface EditResult extends CompressResult {
+  /** The operations applied, in order. */
+  operations: EditOperation[];
+  /** Words of the instruction that were not understood (and not applied). */
+  unrecognized: string[];
+  /** Phrases a generative provider carried out, when any. */
+  generated: string[];
+  /** The provider and its model, when one did part of the edit. */
+  provider?: string;
+  model?: string;
+}
+
+export interface AltTextContext {
+  productTitle?: string;
+  vendor?: string;
+  pageTitle?: string;
+  /** BCP 47, default `en` (offline text is English; `language` in the result says which). */
+  language?: string;
+}
+
+export interface AltTextOptions extends RequestOptions {
+  /** Name sent with byte/stream inputs (a descriptive one helps offline alt text). */
+  filename?: string;
+}
+
+export interface ImageFacts {
+  width: number;
+  height: number;
+  orientation: 'landscape' | 'portrait' | 'square';
+  dominantColor: string;
+  colorName: string;
+  transparent: boolean;
+}
+
+export interface AltTextResult {
+  alt: string;
+  /** `provider`: a vision model saw the image; `offline`: composed from the context and measured facts. */
+  source: 'provider' | 'offline';
+  language: string;
+  basis: string[];
+  provider?: string;
+  model?: string;
+  facts: ImageFacts;
+}

@@ -2,12 +2,17 @@ import { availableParallelism } from 'node:os';
 import {
   type CompressOptions,
   type CompressOptionsInput,
+  defaultOutputFormat,
+  type EditOperation,
+  type ImageFacts,
   type ImageInspection,
   parseCompressOptions,
 } from '@compresso/schema';
 import sharp from 'sharp';
 import { createAutoEncoder } from './auto.ts';
 import { ByteSemaphore } from './byte-semaphore.ts';
+import { measureFacts } from './describe.ts';
+import { applyEdits } from './edit/apply.ts';
 import { closeHeicDecoder } from './heic.ts';
 import { inspectImage } from './inspect.ts';
 import { type EngineLimits, resolveLimits } from './limits.ts';
@@ -63,6 +68,18 @@ export interface Engine {
   /** Compress one image. Options are validated here too, so raw input from anywhere is safe. */
   optimize(input: Uint8Array, options?: CompressOptionsInput | CompressOptions): Promise<OptimizeOutput>;
   inspect(input: Uint8Array): Promise<ImageInspection>;
+  /**
+   * Apply edit operations (parseInstruction's) in order, then compress the result like optimize():
+   * a `format` or `quality` operation wins over the options. The result's input facts are the
+   * original's; `applied` lists the pixel operations carried out.
+   */
+  edit(
+    input: Uint8Array,
+    operations: readonly EditOperation[],
+    options?: CompressOptionsInput | CompressOptions,
+  ): Promise<OptimizeOutput & { applied: EditOperation[] }>;
+  /** Size, orientation, dominant colour and transparency, measured (for offline alt text). */
+  facts(input: Uint8Array): Promise<ImageFacts>;
   stats(): EngineStats;
   /**
    * Wait for images in flight, then stop the HEIC decoder and metric worker threads. The pools are
@@ -114,6 +131,52 @@ export function createEngine(config: EngineConfig = {}): Engine {
         (async () => {
           const bytes = input instanceof Uint8Array ? estimateInspectBytes(input, limits) : 0;
           return gate.run(bytes, () => inspectImage(input, limits));
+        })(),
+      );
+    },
+    edit(input, operations, options) {
+      return track(
+        (async () => {
+          const parsed = parseCompressOptions(options ?? {});
+          // The decoded pixels plus the encode: about twice what compressing the input would hold.
+          const bytes =
+            input instanceof Uint8Array ? 2 * (await estimateOptimizeBytes(input, parsed, limits)) : 0;
+          return gate.run(bytes, async () => {
+            const edited = await applyEdits(input, operations, limits);
+            const encodeOptions: CompressOptions = {
+              ...parsed,
+              ...(edited.format ? { output_format: edited.format } : {}),
+              ...(edited.quality !== undefined ? { quality: edited.quality } : {}),
+              // The input's format, not the PNG the pixels travel in, unless a format was named.
+              output_format:
+                edited.format ?? parsed.output_format ?? defaultOutputFormat(edited.input.format),
+            };
+            const out = await optimizeImage(edited.png, encodeOptions, context);
+            const inputSize = edited.input.size;
+            return {
+              data: out.data,
+              applied: edited.applied,
+              info: {
+                ...out.info,
+                input_size: inputSize,
+                input_format: edited.input.format,
+                input_width: edited.input.width,
+                input_height: edited.input.height,
+                savings_percent: Math.round((1 - out.data.length / inputSize) * 1000) / 10,
+                // An edit is a new image: never "returned unchanged".
+                optimized: true,
+                metadata_stripped: true,
+              },
+            };
+          });
+        })(),
+      );
+    },
+    facts(input) {
+      return track(
+        (async () => {
+          const bytes = input instanceof Uint8Array ? estimateInspectBytes(input, limits) : 0;
+          return gate.run(bytes, () => measureFacts(input, limits));
         })(),
       );
     },

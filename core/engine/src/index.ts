@@ -10,7 +10,10 @@ export {
 } from './auto.ts';
 export { createBisectionAutoEncoder } from './auto-bisection.ts';
 export { ByteSemaphore } from './byte-semaphore.ts';
+export { type AltTextContext, colorName, measureFacts, offlineAltText, wordsOfFileName } from './describe.ts';
 export { type Detected, detectFormat } from './detect.ts';
+export { applyEdits, type EditedPixels } from './edit/apply.ts';
+export { normalizeInstruction, type ParsedInstruction, parseInstruction } from './edit/instruction.ts';
 export {
   AVIF_EFFORT,
   applyEncoder,

@@ -1,5 +1,5 @@
+import { formatBytes as cliFormatBytes } from '@compresso/cli';
 import { describe, expect, it } from 'vitest';
-import { formatBytes as cliFormatBytes } from '../../cli/src/report.ts';
 import { formatBytes } from './format.ts';
 
 describe('formatBytes', () => {

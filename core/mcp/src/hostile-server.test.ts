@@ -1,13 +1,13 @@
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   filesUnder,
   HOSTILE_DISPOSITIONS,
   HOSTILE_FORMATS,
   type HostileServer,
   startHostileServer,
-} from '../../client/src/hostile-server.ts';
+} from '@compresso/server/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Connected, connect, errorOf, PHOTO, workDir } from './test-support.ts';
 
 /**

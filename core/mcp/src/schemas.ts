@@ -1,6 +1,11 @@
 import {
+  AltTextFormSchema,
+  AltTextResultSchema,
   COMPRESS_OPTION_NAMES,
   type CompressOptionName,
+  EditFormSchema,
+  EditOperationSchema,
+  GenerateRequestSchema,
   InfoResultSchema,
   jsonSchemaOf,
   RESULT_FIELDS_NOT_IN_HEADERS,
@@ -152,4 +157,80 @@ export const usageOutput = {
   remaining: z.int().nonnegative(),
   resets_at: z.string().describe('When the count resets (00:00 UTC), ISO 8601.'),
   resets_in_seconds: z.int().nonnegative(),
+};
+
+// --- AI tools: their arguments are the contract's bodies (GenerateRequest, EditForm, AltTextForm).
+
+export const generateImageInput = {
+  prompt: GenerateRequestSchema.shape.prompt,
+  model: GenerateRequestSchema.shape.model,
+  aspect_ratio: GenerateRequestSchema.shape.aspect_ratio,
+  output_path: z
+    .string()
+    .min(1)
+    .describe(
+      'Absolute path of the file to write, or of an existing directory to write generated.<extension> into. An existing file is only replaced with overwrite: true.',
+    ),
+  output_format: imageOptions.output_format,
+  quality: imageOptions.quality,
+  max_dimension: imageOptions.max_dimension,
+  overwrite,
+  include_image: z
+    .boolean()
+    .default(true)
+    .describe(
+      `Also return the image as image content when it is at most ${IMAGE_CONTENT_LIMIT / 1000} kB. Default true.`,
+    ),
+};
+
+export const generateImageOutput = {
+  output_path: z.string().describe('The file written.'),
+  provider: z.string().describe('The AI provider that made it (openai, replicate).'),
+  model: z.string().describe("The provider's model."),
+  aspect_ratio: z.string().describe('The ratio made: the nearest the model supports to the one asked.'),
+  aspect_ratio_requested: z.string().optional().describe('The ratio asked, when it differs.'),
+  ...compressFacts,
+};
+
+export const editImageInput = {
+  file_path: filePath,
+  instruction: EditFormSchema.shape.instruction,
+  output_path: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'Absolute path of the file to write, or of an existing directory to write <name>.<extension> into. Default: <name>.edited.<extension> beside the source.',
+    ),
+  ...imageOptions,
+  overwrite,
+  include_image: z
+    .boolean()
+    .default(true)
+    .describe(
+      `Also return the edited image as image content when it is at most ${IMAGE_CONTENT_LIMIT / 1000} kB. Default true.`,
+    ),
+};
+
+export const editImageOutput = {
+  file_path: z.string().describe('The source image (unchanged).'),
+  output_path: z.string().describe('The file written.'),
+  operations: z.array(EditOperationSchema).describe('The operations applied, in order.'),
+  unrecognized: z
+    .array(z.string())
+    .describe('Words of the instruction that were not understood (not applied).'),
+  generated: z.array(z.string()).describe('Phrases a generative AI provider carried out, when any.'),
+  provider: z.string().optional(),
+  model: z.string().optional(),
+  ...compressFacts,
+};
+
+export const altTextInput = {
+  file_path: filePath,
+  ...AltTextFormSchema.shape,
+};
+
+export const altTextOutput = {
+  file_path: z.string().describe('The image described.'),
+  ...AltTextResultSchema.shape,
 };

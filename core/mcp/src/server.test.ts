@@ -68,18 +68,22 @@ async function used(): Promise<number> {
 }
 
 describe('tools/list', () => {
-  it('lists the four tools with input and output schemas taken from @compresso/schema', async () => {
+  it('lists the seven tools with input and output schemas taken from @compresso/schema', async () => {
     const { tools } = await mcp.client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual([
+      'alt_text',
       'compress_batch',
       'compress_image',
+      'edit_image',
+      'generate_image',
       'get_usage',
       'image_info',
     ]);
     const options = jsonSchemaOf('CompressOptions', 'input') as { properties: Record<string, unknown> };
     const compress = tools.find((t) => t.name === 'compress_image')!;
     const input = compress.inputSchema.properties as Record<string, unknown>;
-    for (const tool of tools.filter((t) => t.name !== 'get_usage')) {
+    const imageTools = ['compress_image', 'image_info', 'compress_batch', 'edit_image'];
+    for (const tool of tools.filter((t) => imageTools.includes(t.name))) {
       const properties = tool.inputSchema.properties as Record<string, unknown>;
       for (const field of ['quality', 'max_dimension', 'output_format', 'strip_exif', 'png_to_jpeg']) {
         expect(properties[field], `${tool.name} ${field}`).toEqual(options.properties[field]);

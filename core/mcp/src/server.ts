@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { basename, extname, join } from 'node:path';
+import { existsSync, promises as fs } from 'node:fs';
+import { basename, dirname, extname, join } from 'node:path';
 import {
   type BatchItem,
   type CompressOptions as CompressOptionsOfClient,
@@ -27,10 +27,16 @@ import { BASE_URL_ENV, errorBody, errorResult, KEY_ENV } from './errors.ts';
 import { formatBytes } from './format.ts';
 import { type CheckedInput, checkInputFile, checkOutputDir, checkOutputPath } from './paths.ts';
 import {
+  altTextInput,
+  altTextOutput,
   compressBatchInput,
   compressBatchOutput,
   compressImageInput,
   compressImageOutput,
+  editImageInput,
+  editImageOutput,
+  generateImageInput,
+  generateImageOutput,
   IMAGE_CONTENT_LIMIT,
   IMAGE_OPTION_FIELDS,
   imageInfoInput,
@@ -76,6 +82,9 @@ const INSTRUCTIONS = `Compresso compresses images on this machine through the Co
 - image_info: what compress_image would give (sizes, dimensions, savings), writing nothing.
 - compress_batch: up to 100 images at once; each file succeeds or fails on its own (more than ${JOB_THRESHOLD} files run as one server-side job).
 - get_usage: the plan and today's request count.
+- generate_image: an image from a prompt (model fast/photo/design/icon, aspect_ratio), made by the server's AI provider and written to output_path.
+- edit_image: one image changed by a plain-English instruction ("make it 800 wide and black and white"); says what was applied and what was not understood.
+- alt_text: alt text for one image, from a vision provider or offline from context and measured facts (the answer says which).
 Paths must be absolute. Each call counts one request (a batch: one per file) against the daily quota.`;
 
 /**
@@ -139,7 +148,7 @@ function predictedTarget(
 }
 
 /**
- * The MCP server with its four tools. Without an API key it still starts and lists its tools;
+ * The MCP server with its seven tools. Without an API key it still starts and lists its tools;
  * every call then answers `isError` with the setup steps.
  */
 export function createCompressoMcpServer(options: CompressoMcpOptions = {}): McpServer {
@@ -420,6 +429,204 @@ export function createCompressoMcpServer(options: CompressoMcpOptions = {}): Mcp
             {
               type: 'text',
               text: `Plan ${usage.plan}: ${usage.used} of ${usage.limit} requests used today (${usage.day}), ${usage.remaining} left; resets at ${usage.resetsAt}.`,
+            },
+            { type: 'text', text: JSON.stringify(structured) },
+          ],
+          structuredContent: structured,
+        };
+      }),
+  );
+
+  server.registerTool(
+    'generate_image',
+    {
+      title: 'Generate an image from a prompt',
+      description:
+        "Make an image from a text prompt with the Compresso server's AI provider and write it, compressed like compress_image. model: fast, photo, design or icon. The aspect ratio made is the model's nearest to the one asked. A server without a provider answers PROVIDER_NOT_CONFIGURED.",
+      inputSchema: generateImageInput,
+      outputSchema: generateImageOutput,
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: false,
+        openWorldHint: true,
+      },
+    },
+    (args, extra: Extra) =>
+      run('generate_image', async (api) => {
+        const options = imageOptions(args);
+        const output = await checkOutputPath('output_path', args.output_path, '', args.overwrite);
+        const target = output.isDirectory ? `${output.path}/` : output.path;
+        if (!output.isDirectory && !args.overwrite && target && existsSync(target)) {
+          throw new ToolError(
+            'CONFLICT',
+            `output_path: ${target} already exists; pass overwrite: true to replace it.`,
+            {
+              details: [
+                {
+                  field: 'output_path',
+                  expected: 'a path without a file (or overwrite: true)',
+                  received: target,
+                },
+              ],
+            },
+          );
+        }
+        const result = await api.generate(args.prompt, {
+          model: args.model,
+          aspectRatio: args.aspect_ratio,
+          ...(options.format ? { format: options.format } : {}),
+          ...(options.quality !== undefined ? { quality: options.quality } : {}),
+          ...(options.maxDimension !== undefined ? { maxDimension: options.maxDimension } : {}),
+          ...(target ? { outputPath: target } : {}),
+          overwrite: true,
+          signal: extra.signal,
+        });
+        const structured = {
+          output_path: String(result.outputPath),
+          provider: result.provider,
+          model: result.model,
+          aspect_ratio: result.aspectRatio,
+          ...(result.aspectRatioRequested ? { aspect_ratio_requested: result.aspectRatioRequested } : {}),
+          ...facts(result),
+        };
+        const content: CallToolResult['content'] = [
+          {
+            type: 'text',
+            text: `Generated ${result.outputPath}: ${result.width}×${result.height} ${result.format}, ${formatBytes(result.outputSize)}, by ${result.provider} ${result.model} at ${result.aspectRatio}${result.aspectRatioRequested ? ` (nearest to ${result.aspectRatioRequested})` : ''}.`,
+          },
+          { type: 'text', text: JSON.stringify(structured) },
+        ];
+        if (
+          args.include_image &&
+          result.outputSize <= IMAGE_CONTENT_LIMIT &&
+          DISPLAYABLE.has(result.contentType)
+        ) {
+          content.push({ type: 'image', data: result.data.toString('base64'), mimeType: result.contentType });
+        }
+        return { content, structuredContent: structured };
+      }),
+  );
+
+  server.registerTool(
+    'edit_image',
+    {
+      title: 'Edit an image by instruction',
+      description:
+        'Change one image as a plain-English instruction says — "make it 800 wide and black and white", "rotate left and convert to webp", "crop to square" — and write the result. Says which operations were applied and which words were not understood. Phrases that need a generative model ("remove the background") go to the server\'s AI provider, or are refused with PROVIDER_NOT_CONFIGURED. The source is never replaced unless overwrite is true.',
+      inputSchema: editImageInput,
+      outputSchema: editImageOutput,
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    },
+    (args, extra: Extra) =>
+      run('edit_image', async (api) => {
+        const options = imageOptions(args);
+        const input = await checkInputFile('file_path', args.file_path);
+        const output = await checkOutputPath('output_path', args.output_path, input.path, args.overwrite);
+        const result = await api.edit(input.path, args.instruction, {
+          ...options,
+          ...(output.path !== undefined
+            ? { output: output.isDirectory ? `${output.path}/` : output.path }
+            : {}),
+          overwrite: args.overwrite,
+          signal: extra.signal,
+        });
+        let written = result.outputPath;
+        if (written === null) {
+          // Beside the source, under a name that never is the source's.
+          const stem = basename(input.path, extname(input.path)) || 'image';
+          written = join(dirname(input.path), `${stem}.edited.${FILE_EXTENSIONS[result.format]}`);
+          if (!args.overwrite && existsSync(written)) {
+            throw new ToolError(
+              'CONFLICT',
+              `output_path: ${written} already exists; pass overwrite: true or an output_path.`,
+              {
+                details: [
+                  {
+                    field: 'output_path',
+                    expected: 'a path without a file (or overwrite: true)',
+                    received: written,
+                  },
+                ],
+              },
+            );
+          }
+          await fs.writeFile(written, result.data);
+        }
+        const structured = {
+          file_path: input.path,
+          output_path: written,
+          operations: result.operations,
+          unrecognized: result.unrecognized,
+          generated: result.generated,
+          ...(result.provider ? { provider: result.provider } : {}),
+          ...(result.model ? { model: result.model } : {}),
+          ...facts(result),
+        };
+        const did = result.operations.map((op) => JSON.stringify(op)).join(', ') || 'nothing';
+        const content: CallToolResult['content'] = [
+          {
+            type: 'text',
+            text: `${input.path} → ${written}: ${result.width}×${result.height} ${result.format}, ${formatBytes(result.outputSize)}. Applied: ${did}.${result.generated.length ? ` Done by ${result.provider} ${result.model}: ${result.generated.join('; ')}.` : ''}${result.unrecognized.length ? ` Not understood: ${result.unrecognized.join(', ')}.` : ''}`,
+          },
+          { type: 'text', text: JSON.stringify(structured) },
+        ];
+        if (
+          args.include_image &&
+          result.outputSize <= IMAGE_CONTENT_LIMIT &&
+          DISPLAYABLE.has(result.contentType)
+        ) {
+          content.push({ type: 'image', data: result.data.toString('base64'), mimeType: result.contentType });
+        }
+        return { content, structuredContent: structured };
+      }),
+  );
+
+  server.registerTool(
+    'alt_text',
+    {
+      title: 'Alt text for an image',
+      description:
+        'Write alt text for one image. With a vision provider on the server a model that sees the image writes it (source: provider); otherwise it is composed from the context given (product title, vendor, page title) and measured facts — orientation, main colour, transparency — (source: offline), never describing content nobody saw. Writes nothing.',
+      inputSchema: altTextInput,
+      outputSchema: altTextOutput,
+      annotations: { readOnlyHint: true, openWorldHint: true },
+    },
+    (args, extra: Extra) =>
+      run('alt_text', async (api) => {
+        const input = await checkInputFile('file_path', args.file_path);
+        const result = await api.altText(
+          input.path,
+          {
+            ...(args.product_title !== undefined ? { productTitle: args.product_title } : {}),
+            ...(args.vendor !== undefined ? { vendor: args.vendor } : {}),
+            ...(args.page_title !== undefined ? { pageTitle: args.page_title } : {}),
+            ...(args.language !== undefined ? { language: args.language } : {}),
+          },
+          { signal: extra.signal },
+        );
+        const structured = {
+          file_path: input.path,
+          alt: result.alt,
+          source: result.source,
+          language: result.language,
+          basis: result.basis,
+          ...(result.provider ? { provider: result.provider } : {}),
+          ...(result.model ? { model: result.model } : {}),
+          facts: {
+            width: result.facts.width,
+            height: result.facts.height,
+            orientation: result.facts.orientation,
+            dominant_color: result.facts.dominantColor,
+            color_name: result.facts.colorName,
+            transparent: result.facts.transparent,
+          },
+        };
+        return {
+          content: [
+            {
+              type: 'text',
+              text: `${result.alt}\n(${result.source === 'provider' ? `written by ${result.provider} ${result.model}, which saw the image` : 'written offline from the context and measured facts; no model saw the image'})`,
             },
             { type: 'text', text: JSON.stringify(structured) },
           ],

@@ -22,7 +22,7 @@ def readme_blocks() -> list:
 class ReadmeTests(unittest.TestCase):
     def test_examples_run(self) -> None:
         blocks = readme_blocks()
-        self.assertEqual(len(blocks), 3, "the README's tested examples were not found")
+        self.assertEqual(len(blocks), 4, "the README's tested examples were not found")
         server = shared_server()
         env = {
             **os.environ,
@@ -57,6 +57,12 @@ class ReadmeTests(unittest.TestCase):
         self.assertTrue((folder / "from-job" / "photo.webp").is_file())
 
         folder, stdout = outputs[2]
+        self.assertTrue((folder / "photo-bw.jpg").is_file())
+        self.assertIn("300 ['resize', 'grayscale']", stdout)
+        self.assertIn("alt text (offline): Rocket launch — ", stdout)
+        self.assertIn("this server has no AI provider", stdout)
+
+        folder, stdout = outputs[3]
         self.assertTrue((folder / "photo.min.webp").is_file())
         self.assertTrue((folder / "web" / "photo.avif").is_file())
         self.assertTrue(stdout.strip().endswith(" 1"), stdout)

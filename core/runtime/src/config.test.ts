@@ -271,3 +271,94 @@ describe('defineConfig: an app adds its own settings', () => {
     expect('shopifyApiKey' in loadConfig(good)).toBe(false);
   });
 });
+
+describe('Stripe settings', () => {
+  const all = {
+    STRIPE_SECRET_KEY: 'sk_test_abcdefgh12345678',
+    STRIPE_WEBHOOK_SECRET: 'whsec_abcdefgh12345678',
+    STRIPE_PRICE_PRO: 'price_1ProMonthly',
+  };
+
+  it('are all or none; grace days default to 3', () => {
+    expect(loadConfig({})).toMatchObject({ stripeSecretKey: undefined, billingGraceDays: 3 });
+    expect(loadConfig({ ...all, COMPRESSO_BILLING_GRACE_DAYS: '7' })).toMatchObject({
+      stripeSecretKey: all.STRIPE_SECRET_KEY,
+      stripeWebhookSecret: all.STRIPE_WEBHOOK_SECRET,
+      stripePricePro: all.STRIPE_PRICE_PRO,
+      billingGraceDays: 7,
+    });
+  });
+
+  it('one error lists every problem, the secrets redacted, a missing partner named', () => {
+    let error: unknown;
+    try {
+      loadConfig({ STRIPE_SECRET_KEY: 'pk_test_public', STRIPE_WEBHOOK_SECRET: 'nope', PORT: 'x' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems.join('\n');
+    expect(problems).toMatch(/STRIPE_SECRET_KEY: expected a Stripe secret key .*\[redacted\]/);
+    expect(problems).toMatch(/STRIPE_WEBHOOK_SECRET: expected a webhook signing secret .*\[redacted\]/);
+    expect(problems).toMatch(/PORT/);
+    expect(problems).not.toContain('pk_test_public');
+    // Each valid on its own, but one missing: the rule names it and the ones given.
+    expect(() =>
+      loadConfig({ STRIPE_SECRET_KEY: all.STRIPE_SECRET_KEY, STRIPE_PRICE_PRO: all.STRIPE_PRICE_PRO }),
+    ).toThrow(/STRIPE_WEBHOOK_SECRET: required with STRIPE_SECRET_KEY and STRIPE_PRICE_PRO/);
+    expect(() => loadConfig({ ...all, COMPRESSO_BILLING_GRACE_DAYS: '90' })).toThrow(
+      /COMPRESSO_BILLING_GRACE_DAYS/,
+    );
+  });
+});
+
+describe('AI provider settings', () => {
+  it('reads the ecosystem names, trims the base URLs, and defaults to no provider', () => {
+    const none = loadConfig({});
+    expect([none.openaiApiKey, none.replicateApiToken, none.aiProvider]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    expect([none.openaiBaseUrl, none.replicateBaseUrl, none.aiTimeoutMs]).toEqual([
+      'https://api.openai.com/v1',
+      'https://api.replicate.com/v1',
+      120_000,
+    ]);
+    const set = loadConfig({
+      OPENAI_API_KEY: 'sk-test',
+      OPENAI_BASE_URL: 'http://127.0.0.1:9999/v1/',
+      COMPRESSO_AI_MODEL_PHOTO: 'dall-e-3',
+      COMPRESSO_AI_TIMEOUT_MS: '5000',
+    });
+    expect([set.openaiBaseUrl, set.aiModelPhoto, set.aiTimeoutMs]).toEqual([
+      'http://127.0.0.1:9999/v1',
+      'dall-e-3',
+      5000,
+    ]);
+  });
+
+  it('refuses a named provider without its key, and never prints a key', () => {
+    let error: unknown;
+    try {
+      loadConfig({
+        COMPRESSO_AI_PROVIDER: 'replicate',
+        OPENAI_API_KEY: 'sk-secret-value',
+        OPENAI_BASE_URL: 'ftp://x',
+      });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems.some((p) => p.startsWith('OPENAI_BASE_URL'))).toBe(true);
+    expect(String((error as Error).message)).not.toContain('sk-secret-value');
+    expect(() => loadConfig({ COMPRESSO_AI_PROVIDER: 'replicate' })).toThrow(
+      /replicate needs REPLICATE_API_TOKEN/,
+    );
+    expect(() => loadConfig({ OPENAI_API_KEY: '' })).not.toThrow();
+    // An invalid key is named, its value redacted.
+    const tooLong = `sk-${'s'.repeat(600)}`;
+    expect(() => loadConfig({ OPENAI_API_KEY: tooLong })).toThrow(/OPENAI_API_KEY: .*\[redacted\]/);
+  });
+});

@@ -105,6 +105,13 @@ export interface Config {
    */
   metricsToken: string | undefined;
   /**
+   * The server operator's token (COMPRESSO_ADMIN_TOKEN), at least 24 characters: authorizes the
+   * `operator` routes (POST /api/v1/operator/accounts, which the Shopify app calls to give each shop
+   * an account and key). Unset means those routes answer 404. Set it only on servers and the
+   * integrations' own servers, never in anything a browser loads; never logged.
+   */
+  adminToken: string | undefined;
+  /**
    * Batch items `compresso serve` works on itself, at once (COMPRESSO_WORKERS, `serve --workers`).
    * Default: 1 with the in-process queue (nothing else could run its jobs), 0 with REDIS_URL (run
    * `compresso worker` processes instead).
@@ -147,6 +154,48 @@ export interface Config {
    * trusted X-Forwarded-For is one any client could write otherwise.
    */
   trustProxy: number | string[] | false;
+  /**
+   * Stripe secret API key (STRIPE_SECRET_KEY), `sk_test_…`/`sk_live_…` or a restricted `rk_…` key.
+   * The three STRIPE_* settings come together or not at all: without them the site offers promo codes
+   * only and says nothing about payment. Never logged.
+   */
+  stripeSecretKey: string | undefined;
+  /** Signing secret of the Stripe webhook endpoint (STRIPE_WEBHOOK_SECRET), `whsec_…`. Never logged. */
+  stripeWebhookSecret: string | undefined;
+  /** The Stripe Price a Pro subscription is for (STRIPE_PRICE_PRO), `price_…`. */
+  stripePricePro: string | undefined;
+  /**
+   * Days a subscription whose payment failed (past_due/unpaid) keeps Pro before the plan falls back
+   * (COMPRESSO_BILLING_GRACE_DAYS); 0 drops it at once. Default 3: Stripe's first automatic retry.
+   */
+  billingGraceDays: number;
+  /**
+   * Which AI provider does generation and generative edits (COMPRESSO_AI_PROVIDER): openai or
+   * replicate. Default: openai when OPENAI_API_KEY is set, else replicate when REPLICATE_API_TOKEN
+   * is; with neither, the AI routes that need one answer 501 PROVIDER_NOT_CONFIGURED.
+   */
+  aiProvider: 'openai' | 'replicate' | undefined;
+  /** Key of an OpenAI-compatible API (OPENAI_API_KEY), the name that ecosystem uses. Never logged. */
+  openaiApiKey: string | undefined;
+  /** Its base URL (OPENAI_BASE_URL), with the /v1: any OpenAI-compatible images and chat API. */
+  openaiBaseUrl: string;
+  /** Replicate's API token (REPLICATE_API_TOKEN). Never logged. */
+  replicateApiToken: string | undefined;
+  /** Replicate's API base (REPLICATE_BASE_URL), with the /v1. */
+  replicateBaseUrl: string;
+  /** Longest a provider call may take, polling included, in ms (COMPRESSO_AI_TIMEOUT_MS). */
+  aiTimeoutMs: number;
+  /**
+   * The provider's model for each of our generation models (COMPRESSO_AI_MODEL_FAST, _PHOTO,
+   * _DESIGN, _ICON), for generative edits (COMPRESSO_AI_EDIT_MODEL) and for alt text
+   * (COMPRESSO_AI_VISION_MODEL); unset means the adapter's default (server README, "AI").
+   */
+  aiModelFast: string | undefined;
+  aiModelPhoto: string | undefined;
+  aiModelDesign: string | undefined;
+  aiModelIcon: string | undefined;
+  aiEditModel: string | undefined;
+  aiVisionModel: string | undefined;
 }
 
 const intFrom = (min: number, max: number) =>
@@ -204,6 +253,12 @@ const trustProxySchema = z
     return entries;
   });
 
+/** A provider's model id: `gpt-image-1`, `black-forest-labs/flux-schnell`, `owner/name:version`. */
+const aiModelName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/, 'expected a model id such as gpt-image-1 or owner/name')
+  .optional();
+
 const ConfigSchema = z.object({
   port: intFrom(0, 65_535).default(3000),
   host: z.string().min(1).default('0.0.0.0'),
@@ -253,6 +308,7 @@ const ConfigSchema = z.object({
     .transform((v) => v === true || v === 'true' || v === '1')
     .optional(),
   metricsToken: z.string().min(16, 'expected at least 16 characters').max(512).optional(),
+  adminToken: z.string().min(24, 'expected at least 24 characters').max(512).optional(),
   workers: intFrom(0, 256).optional(),
   maxBatchItems: intFrom(1, 10_000).default(500),
   fetchTimeoutMs: intFrom(100, 600_000).default(30_000),
@@ -271,6 +327,35 @@ const ConfigSchema = z.object({
     .transform((v) => v === true || v === 'true' || v === '1')
     .optional(),
   trustProxy: trustProxySchema.default(false),
+  stripeSecretKey: z
+    .string()
+    .regex(/^(sk|rk)_(test|live)_[A-Za-z0-9]{8,}$/, 'expected a Stripe secret key (sk_test_… or sk_live_…)')
+    .optional(),
+  stripeWebhookSecret: z
+    .string()
+    .regex(/^whsec_[A-Za-z0-9+/=]{8,}$/, 'expected a webhook signing secret (whsec_…)')
+    .optional(),
+  stripePricePro: z
+    .string()
+    .regex(/^price_[A-Za-z0-9]{4,}$/, 'expected a Stripe price id (price_…)')
+    .optional(),
+  billingGraceDays: intFrom(0, 60).default(3),
+  aiProvider: z.enum(['openai', 'replicate'], { error: 'expected openai or replicate' }).optional(),
+  openaiApiKey: z.string().min(1).max(512).optional(),
+  openaiBaseUrl: z
+    .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+    .default('https://api.openai.com/v1'),
+  replicateApiToken: z.string().min(1).max(512).optional(),
+  replicateBaseUrl: z
+    .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+    .default('https://api.replicate.com/v1'),
+  aiTimeoutMs: intFrom(1000, 600_000).default(120_000),
+  aiModelFast: aiModelName,
+  aiModelPhoto: aiModelName,
+  aiModelDesign: aiModelName,
+  aiModelIcon: aiModelName,
+  aiEditModel: aiModelName,
+  aiVisionModel: aiModelName,
 });
 
 /** Environment variable behind each config field, for error messages and docs. */
@@ -304,6 +389,7 @@ export const CONFIG_ENV: Record<keyof Config, string> = {
   s3SecretAccessKey: 'AWS_SECRET_ACCESS_KEY',
   s3ForcePathStyle: 'S3_FORCE_PATH_STYLE',
   metricsToken: 'METRICS_TOKEN',
+  adminToken: 'COMPRESSO_ADMIN_TOKEN',
   workers: 'COMPRESSO_WORKERS',
   maxBatchItems: 'COMPRESSO_MAX_BATCH_ITEMS',
   fetchTimeoutMs: 'COMPRESSO_FETCH_TIMEOUT_MS',
@@ -313,6 +399,22 @@ export const CONFIG_ENV: Record<keyof Config, string> = {
   publicUrl: 'COMPRESSO_PUBLIC_URL',
   cookieSecure: 'COMPRESSO_COOKIE_SECURE',
   trustProxy: 'TRUST_PROXY',
+  stripeSecretKey: 'STRIPE_SECRET_KEY',
+  stripeWebhookSecret: 'STRIPE_WEBHOOK_SECRET',
+  stripePricePro: 'STRIPE_PRICE_PRO',
+  billingGraceDays: 'COMPRESSO_BILLING_GRACE_DAYS',
+  aiProvider: 'COMPRESSO_AI_PROVIDER',
+  openaiApiKey: 'OPENAI_API_KEY',
+  openaiBaseUrl: 'OPENAI_BASE_URL',
+  replicateApiToken: 'REPLICATE_API_TOKEN',
+  replicateBaseUrl: 'REPLICATE_BASE_URL',
+  aiTimeoutMs: 'COMPRESSO_AI_TIMEOUT_MS',
+  aiModelFast: 'COMPRESSO_AI_MODEL_FAST',
+  aiModelPhoto: 'COMPRESSO_AI_MODEL_PHOTO',
+  aiModelDesign: 'COMPRESSO_AI_MODEL_DESIGN',
+  aiModelIcon: 'COMPRESSO_AI_MODEL_ICON',
+  aiEditModel: 'COMPRESSO_AI_EDIT_MODEL',
+  aiVisionModel: 'COMPRESSO_AI_VISION_MODEL',
 };
 
 export class ConfigError extends Error {
@@ -333,7 +435,16 @@ function withoutPassword(value: unknown): unknown {
 }
 
 /** Base fields whose value never appears in a config error. */
-const BASE_SECRETS: ReadonlySet<string> = new Set(['s3SecretAccessKey', 'metricsToken', 'smtpUrl']);
+const BASE_SECRETS: ReadonlySet<string> = new Set([
+  's3SecretAccessKey',
+  'metricsToken',
+  'adminToken',
+  'smtpUrl',
+  'stripeSecretKey',
+  'stripeWebhookSecret',
+  'openaiApiKey',
+  'replicateApiToken',
+]);
 
 /**
  * One setting an app adds to the base configuration: the environment variable it is read from, the
@@ -369,6 +480,13 @@ export type AppConfigLoader<F extends ConfigFields> = (
 ) => Config & ConfigValues<F>;
 
 const BASE_RULES: ConfigRule<Config>[] = [
+  (config, source) => {
+    if (config.aiProvider === 'openai' && !config.openaiApiKey)
+      return [`${source('aiProvider')}: openai needs ${source('openaiApiKey')}`];
+    if (config.aiProvider === 'replicate' && !config.replicateApiToken)
+      return [`${source('aiProvider')}: replicate needs ${source('replicateApiToken')}`];
+    return [];
+  },
   (config, source) =>
     config.uploadMemoryBytes < config.maxUploadBytes
       ? [
@@ -381,6 +499,17 @@ const BASE_RULES: ConfigRule<Config>[] = [
           `${source('publicUrl')}: required with ${source('smtpUrl')}, so mailed reset links point at this server and not at whatever Host a request claims`,
         ]
       : [],
+  (config, source) => {
+    // Payments work with all three or not at all: half a setup would show a button that cannot work.
+    const keys = ['stripeSecretKey', 'stripeWebhookSecret', 'stripePricePro'] as const;
+    const missing = keys.filter((key) => config[key] === undefined);
+    if (missing.length === 0 || missing.length === keys.length) return [];
+    const given = keys.filter((key) => config[key] !== undefined).map(source);
+    return missing.map(
+      (key) =>
+        `${source(key)}: required with ${given.join(' and ')} (payments need all three Stripe settings, or none)`,
+    );
+  },
 ];
 
 type BaseData = z.output<typeof ConfigSchema>;
@@ -402,10 +531,25 @@ function finishBase(data: BaseData): Config {
     s3SecretAccessKey: data.s3SecretAccessKey,
     s3ForcePathStyle: data.s3ForcePathStyle ?? data.s3Endpoint !== undefined,
     metricsToken: data.metricsToken,
+    adminToken: data.adminToken,
     workers: data.workers,
     smtpUrl: data.smtpUrl,
     publicUrl: data.publicUrl?.replace(/\/+$/, ''),
     cookieSecure: data.cookieSecure,
+    stripeSecretKey: data.stripeSecretKey,
+    stripeWebhookSecret: data.stripeWebhookSecret,
+    stripePricePro: data.stripePricePro,
+    aiProvider: data.aiProvider,
+    openaiApiKey: data.openaiApiKey,
+    openaiBaseUrl: data.openaiBaseUrl.replace(/\/+$/, ''),
+    replicateApiToken: data.replicateApiToken,
+    replicateBaseUrl: data.replicateBaseUrl.replace(/\/+$/, ''),
+    aiModelFast: data.aiModelFast,
+    aiModelPhoto: data.aiModelPhoto,
+    aiModelDesign: data.aiModelDesign,
+    aiModelIcon: data.aiModelIcon,
+    aiEditModel: data.aiEditModel,
+    aiVisionModel: data.aiVisionModel,
   };
 }
 

@@ -1,3 +1,4 @@
+import type { IdempotencyStore } from './idempotency-store.ts';
 /**
  * The database port, as narrow stores (accounts and keys, usage, batches, web sessions, attempt
  * throttles) composed into one Database. Every method is async even though the embedded SQLite
@@ -334,6 +335,8 @@ export interface Database extends AccountStore, UsageStore, BatchStore, WebSessi
   readonly kind: 'sqlite' | 'postgres';
   /** The connection, for an integration's own store (see MigrationSet and the runtime README). */
   readonly backend: SqlBackend;
+  /** First answers to Idempotency-Key requests, on this connection (idempotency-store.ts). */
+  readonly idempotency: IdempotencyStore;
   /**
    * Have migrate() also apply an integration's migrations (after the core's, in registration order).
    * Throws for a namespace registered twice or not matching the rule.

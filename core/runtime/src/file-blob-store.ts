@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, rmdir, stat } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { Readable } from 'node:stream';
@@ -150,8 +150,10 @@ export function fileBlobStore(options: FileBlobStoreOptions): BlobStore {
       }
       const found = await info(key, path);
       const stats = await handle.stat();
-      const stream = createReadStream('', { fd: handle.fd, autoClose: false });
-      stream.once('close', () => void handle.close());
+      // The handle's own stream closes the handle when it ends, fails or is destroyed. (A stream on
+      // `handle.fd` with autoClose off never emitted 'close' after a normal end, so each download
+      // leaked its descriptor until garbage collection.)
+      const stream = handle.createReadStream();
       return {
         info: {
           key,

@@ -1,14 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import type { PostgresConnection } from './postgres/connection.ts';
+import type { SqliteConnection } from './sqlite/connection.ts';
 
 /**
  * The idempotency store: the first answer to each `Idempotency-Key`, so a retried POST gets that
- * answer back instead of doing the work (and spending the quota) again. A port of its own, beside
- * the `Database` rather than inside it: it owns its one table and its own migrations on both
- * backends (`sqliteIdempotencyStore()` on the same file as the database, through its own connection;
- * `postgresIdempotencyStore()` in the same schema, through its own small pool).
+ * answer back instead of doing the work (and spending the quota) again. A narrow store of the
+ * `Database` (`db.idempotency`), on its connection — the SQLite file's one connection, the PostgreSQL
+ * pool — with its table made by the core migrations (version 6 on both backends).
  *
  * Exactness rests on one statement: `claim` is a single INSERT … ON CONFLICT DO UPDATE … WHERE
  * (the row is expired, or its owner's lease ran out) RETURNING token. Of any number of concurrent
@@ -17,9 +15,6 @@ import { DatabaseSync } from 'node:sqlite';
  * lease was taken over can no longer write.
  */
 export interface IdempotencyStore {
-  readonly kind: 'sqlite' | 'postgres';
-  /** Creates the table (its own versioned migrations, under a lock on PostgreSQL). */
-  migrate(): Promise<void>;
   claim(request: ClaimRequest): Promise<ClaimResult>;
   /** Records the answer; false when the claim was lost meanwhile (lease taken over). */
   complete(scope: string, key: string, token: string, answer: StoredAnswer): Promise<boolean>;
@@ -31,7 +26,6 @@ export interface IdempotencyStore {
    * keys their answers were kept under, for the caller to delete from the blob store.
    */
   purge(beforeMs: number, limit?: number): Promise<{ deleted: number; bodyKeys: string[] }>;
-  close(): Promise<void>;
 }
 
 export interface ClaimRequest {
@@ -69,46 +63,47 @@ export interface IdempotencyRecord {
   answer: StoredAnswer | undefined;
 }
 
-/** Never edit a shipped entry: add the next version (as the database's migrations). */
-const MIGRATIONS: { version: number; sqlite: string; postgres: string }[] = [
-  {
-    version: 1,
-    sqlite: `
-      CREATE TABLE idempotency_keys (
-        scope TEXT NOT NULL,
-        idem_key TEXT NOT NULL,
-        fingerprint TEXT NOT NULL,
-        token TEXT NOT NULL,
-        state TEXT NOT NULL,
-        created_ms INTEGER NOT NULL,
-        locked_until_ms INTEGER NOT NULL,
-        status INTEGER,
-        headers TEXT,
-        body BLOB,
-        body_key TEXT,
-        PRIMARY KEY (scope, idem_key)
-      );
-      CREATE INDEX idempotency_keys_created ON idempotency_keys (created_ms);
-    `,
-    postgres: `
-      CREATE TABLE idempotency_keys (
-        scope text NOT NULL,
-        idem_key text NOT NULL,
-        fingerprint text NOT NULL,
-        token text NOT NULL,
-        state text NOT NULL,
-        created_ms bigint NOT NULL,
-        locked_until_ms bigint NOT NULL,
-        status integer,
-        headers text,
-        body bytea,
-        body_key text,
-        PRIMARY KEY (scope, idem_key)
-      );
-      CREATE INDEX idempotency_keys_created ON idempotency_keys (created_ms);
-    `,
-  },
-];
+/**
+ * The table, as core migration 6 creates it on each backend. `IF NOT EXISTS`: a database where the
+ * store ran as a port of its own (its own `idempotency_migrations` table, left in place) already has
+ * exactly this table, and the migration adopts it with its rows.
+ */
+export const IDEMPOTENCY_TABLE_SQL = {
+  sqlite: `
+    CREATE TABLE IF NOT EXISTS idempotency_keys (
+      scope TEXT NOT NULL,
+      idem_key TEXT NOT NULL,
+      fingerprint TEXT NOT NULL,
+      token TEXT NOT NULL,
+      state TEXT NOT NULL,
+      created_ms INTEGER NOT NULL,
+      locked_until_ms INTEGER NOT NULL,
+      status INTEGER,
+      headers TEXT,
+      body BLOB,
+      body_key TEXT,
+      PRIMARY KEY (scope, idem_key)
+    );
+    CREATE INDEX IF NOT EXISTS idempotency_keys_created ON idempotency_keys (created_ms);
+  `,
+  postgres: `
+    CREATE TABLE IF NOT EXISTS idempotency_keys (
+      scope text NOT NULL,
+      idem_key text NOT NULL,
+      fingerprint text NOT NULL,
+      token text NOT NULL,
+      state text NOT NULL,
+      created_ms bigint NOT NULL,
+      locked_until_ms bigint NOT NULL,
+      status integer,
+      headers text,
+      body bytea,
+      body_key text,
+      PRIMARY KEY (scope, idem_key)
+    );
+    CREATE INDEX IF NOT EXISTS idempotency_keys_created ON idempotency_keys (created_ms);
+  `,
+} as const;
 
 /**
  * One statement for both dialects (SQLite ≥ 3.35 and PostgreSQL both take UPSERT … WHERE and
@@ -163,17 +158,12 @@ function recordOf(row: Row): IdempotencyRecord {
 /** A claim whose row vanished between the UPSERT and the read (released meanwhile) is tried again. */
 const CLAIM_TRIES = 5;
 
-interface Dialect {
-  kind: IdempotencyStore['kind'];
-  run(sql: string, params: unknown[]): Promise<{ rows: Row[]; changes: number }>;
-  migrate(): Promise<void>;
-  close(): Promise<void>;
-}
+/** How the store runs one statement (`$n` placeholders) on its backend. */
+type Run = (sql: string, params: unknown[]) => Promise<{ rows: Row[]; changes: number }>;
 
-function storeOver(dialect: Dialect): IdempotencyStore {
+function storeOver(run: Run): IdempotencyStore {
+  const dialect = { run };
   return {
-    kind: dialect.kind,
-    migrate: () => dialect.migrate(),
     async claim(request) {
       const token = newToken();
       for (let attempt = 0; attempt < CLAIM_TRIES; attempt++) {
@@ -226,189 +216,35 @@ function storeOver(dialect: Dialect): IdempotencyStore {
         bodyKeys: rows.map((r) => r.body_key).filter((k): k is string => typeof k === 'string'),
       };
     },
-    close: () => dialect.close(),
   };
 }
 
-export interface SqliteIdempotencyOptions {
-  /** The database file (the one `sqliteDatabase()` uses); ':memory:' for a throwaway store. */
-  path?: string;
-  dataDir?: string;
-  busyTimeoutMs?: number;
-}
-
 /**
- * On the embedded SQLite file, through a connection of its own: WAL and the busy timeout make its
- * writes wait for the database's (and another process's) rather than fail. Statements run
- * synchronously (node:sqlite), each a point write on the primary key.
+ * On the SQLite database's own connection: each statement a point write on the primary key, run
+ * synchronously (node:sqlite); WAL and the busy timeout make another process's writes wait, not fail.
  */
-export function sqliteIdempotencyStore(options: SqliteIdempotencyOptions = {}): IdempotencyStore {
-  const path = options.path ?? join(options.dataDir ?? './.compresso-data', 'compresso.sqlite');
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const db = new DatabaseSync(path);
-  db.exec(`PRAGMA busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`);
-  if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL');
-  db.exec('PRAGMA synchronous = NORMAL');
-  const cache = new Map<string, ReturnType<DatabaseSync['prepare']>>();
-  let open = true;
-  return storeOver({
-    kind: 'sqlite',
-    async run(sql, params) {
-      let statement = cache.get(sql);
-      if (!statement) {
-        statement = db.prepare(sql.replace(/\$(\d+)/g, '?$1'));
-        cache.set(sql, statement);
-      }
-      const values = params as (string | number | null | Uint8Array)[];
-      if (/RETURNING|^\s*SELECT/i.test(sql)) {
-        const rows = statement.all(...values) as Row[];
-        return { rows, changes: rows.length };
-      }
-      const result = statement.run(...values);
-      return { rows: [], changes: Number(result.changes) };
-    },
-    async migrate() {
-      db.exec('BEGIN IMMEDIATE');
-      try {
-        db.exec('CREATE TABLE IF NOT EXISTS idempotency_migrations (version INTEGER PRIMARY KEY)');
-        const done = new Set(
-          (db.prepare('SELECT version FROM idempotency_migrations').all() as Row[]).map((r) =>
-            Number(r.version),
-          ),
-        );
-        for (const migration of MIGRATIONS) {
-          if (done.has(migration.version)) continue;
-          db.exec(migration.sqlite);
-          db.prepare('INSERT INTO idempotency_migrations (version) VALUES (?)').run(migration.version);
-        }
-        db.exec('COMMIT');
-      } catch (error) {
-        db.exec('ROLLBACK');
-        throw error;
-      }
-    },
-    async close() {
-      if (!open) return;
-      open = false;
-      cache.clear();
-      db.close();
-    },
+export function sqliteIdempotencyStore(conn: SqliteConnection): IdempotencyStore {
+  const numbered = new Map<string, string>();
+  return storeOver(async (sql, params) => {
+    let text = numbered.get(sql);
+    if (text === undefined) {
+      text = sql.replace(/\$(\d+)/g, '?$1');
+      numbered.set(sql, text);
+    }
+    const statement = conn.stmt(text);
+    const values = params as (string | number | null | Uint8Array)[];
+    if (/RETURNING|^\s*SELECT/i.test(sql)) {
+      const rows = statement.all(...values) as Row[];
+      return { rows, changes: rows.length };
+    }
+    return { rows: [], changes: Number(statement.run(...values).changes) };
   });
 }
 
-export interface PostgresIdempotencyOptions {
-  url: string;
-  /** The schema the database's tables are in (default `public`). */
-  schema?: string;
-  /** Connections of its own (default 4): a claim and an answer per idempotent request. */
-  poolSize?: number;
-  connectTimeoutMs?: number;
-}
-
-/** Names "Compresso idempotency migrations" among the advisory locks of a shared database. */
-const MIGRATION_LOCK = 0x636d7031;
-
-/** On PostgreSQL, in the database's schema, through a small pool of its own. */
-export async function postgresIdempotencyStore(
-  options: PostgresIdempotencyOptions,
-): Promise<IdempotencyStore> {
-  const { default: pg } = await import('pg');
-  const schema = options.schema ?? 'public';
-  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
-    throw new Error(
-      `PostgreSQL schema: expected letters, digits and _ (at most 63), received ${JSON.stringify(schema)}`,
-    );
-  }
-  const { CompressoError } = await import('@compresso/schema');
-  const pool = new pg.Pool({
-    connectionString: options.url,
-    max: options.poolSize ?? 4,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    options: `-c search_path="${schema}" -c statement_timeout=10000`,
+/** On the PostgreSQL database's pool (its schema, its statement timeout, its unavailable mapping). */
+export function postgresIdempotencyStore(conn: PostgresConnection): IdempotencyStore {
+  return storeOver(async (sql, params) => {
+    const result = await conn.query(sql, params);
+    return { rows: result.rows, changes: result.rowCount ?? 0 };
   });
-  pool.on('error', () => {});
-  const unavailable = (error: unknown) => {
-    const e = error as { code?: unknown; message?: unknown };
-    const code = typeof e?.code === 'string' ? e.code : '';
-    const down =
-      code.startsWith('08') ||
-      ['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code) ||
-      /Connection terminated|timeout exceeded when trying to connect|Connection ended/i.test(
-        String(e?.message),
-      );
-    return down
-      ? new CompressoError('SERVICE_UNAVAILABLE', 'The database is unavailable; retry in a few seconds.', {
-          cause: error,
-        })
-      : error;
-  };
-  let closed: Promise<void> | undefined;
-  return storeOver({
-    kind: 'postgres',
-    async run(sql, params) {
-      try {
-        const result = await pool.query<Row>(sql, params);
-        return { rows: result.rows, changes: result.rowCount ?? 0 };
-      } catch (error) {
-        throw unavailable(error);
-      }
-    },
-    async migrate() {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        await client.query('SET LOCAL statement_timeout = 0');
-        await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
-        await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-        await client.query(
-          'CREATE TABLE IF NOT EXISTS idempotency_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)',
-        );
-        const done = new Set(
-          (await client.query<Row>('SELECT version FROM idempotency_migrations')).rows.map((r) =>
-            Number(r.version),
-          ),
-        );
-        for (const migration of MIGRATIONS) {
-          if (done.has(migration.version)) continue;
-          await client.query(migration.postgres);
-          await client.query('INSERT INTO idempotency_migrations (version, applied_at) VALUES ($1, now())', [
-            migration.version,
-          ]);
-        }
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw unavailable(error);
-      } finally {
-        client.release();
-      }
-    },
-    close() {
-      closed ??= pool.end();
-      return closed;
-    },
-  });
-}
-
-/**
- * The store the configuration asks for, migrated: PostgreSQL with DATABASE_URL, else the embedded
- * SQLite file — the same place `openDatabase` chooses.
- */
-export async function openIdempotencyStore(
-  config: { dataDir: string; databaseUrl?: string | undefined },
-  options: { schema?: string } = {},
-): Promise<IdempotencyStore> {
-  const store = config.databaseUrl
-    ? await postgresIdempotencyStore({
-        url: config.databaseUrl,
-        ...(options.schema ? { schema: options.schema } : {}),
-      })
-    : sqliteIdempotencyStore({ dataDir: config.dataDir });
-  try {
-    await store.migrate();
-  } catch (error) {
-    await store.close().catch(() => {});
-    throw error;
-  }
-  return store;
 }

@@ -8,6 +8,23 @@ export {
   sameHash,
 } from './api-keys.ts';
 export {
+  type ApplyOutcome,
+  type ApplySubscriptionInput,
+  BILLING_MIGRATIONS,
+  type BillingCustomer,
+  type BillingStore,
+  type BillingView,
+  describeSubscription,
+  entitles,
+  type PendingEvent,
+  type PlanSource,
+  SUBSCRIPTION_STATUSES,
+  type SubscriptionRecord,
+  type SubscriptionSnapshot,
+  type SubscriptionStatus,
+} from './billing.ts';
+export { billingStore } from './billing-store.ts';
+export {
   type BlobBody,
   type BlobEntry,
   type BlobInfo,
@@ -66,17 +83,12 @@ export {
   type WebSessionStore,
 } from './database.ts';
 export { type FileBlobStoreOptions, fileBlobStore } from './file-blob-store.ts';
-export {
-  type ClaimRequest,
-  type ClaimResult,
-  type IdempotencyRecord,
-  type IdempotencyStore,
-  openIdempotencyStore,
-  type PostgresIdempotencyOptions,
-  postgresIdempotencyStore,
-  type SqliteIdempotencyOptions,
-  type StoredAnswer,
-  sqliteIdempotencyStore,
+export type {
+  ClaimRequest,
+  ClaimResult,
+  IdempotencyRecord,
+  IdempotencyStore,
+  StoredAnswer,
 } from './idempotency-store.ts';
 export { type InlineQueueOptions, inlineQueue } from './inline-queue.ts';
 export { createLogger, type Logger, REDACT_PATHS } from './logger.ts';

@@ -1,4 +1,6 @@
+import { BILLING_MIGRATIONS } from './billing.ts';
 import { checkMigrationSet, type Database, type MigrationSet } from './database.ts';
+import { postgresIdempotencyStore } from './idempotency-store.ts';
 import { postgresAccountStore } from './postgres/accounts.ts';
 import { postgresAttemptStore } from './postgres/attempts.ts';
 import { postgresBatchStore } from './postgres/batches.ts';
@@ -34,11 +36,13 @@ export interface PostgresOptions {
  */
 export function postgresDatabase(options: PostgresOptions): Database {
   const conn = openPostgresConnection(options);
-  const sets: MigrationSet[] = [];
+  // Every Database carries the billing tables (paid plans), under their own namespace and versions.
+  const sets: MigrationSet[] = [BILLING_MIGRATIONS];
   let closed: Promise<void> | undefined;
   const database: Database = {
     kind: 'postgres',
     backend: { kind: 'postgres', sql: conn.sql },
+    idempotency: postgresIdempotencyStore(conn),
     registerMigrations(set) {
       checkMigrationSet(set, new Set(sets.map((s) => s.namespace)));
       sets.push(set);

@@ -1,4 +1,6 @@
+import { BILLING_MIGRATIONS } from './billing.ts';
 import { checkMigrationSet, type Database, type MigrationSet } from './database.ts';
+import { sqliteIdempotencyStore } from './idempotency-store.ts';
 import { sqliteAccountStore } from './sqlite/accounts.ts';
 import { sqliteAttemptStore } from './sqlite/attempts.ts';
 import { sqliteBatchStore } from './sqlite/batches.ts';
@@ -23,11 +25,13 @@ export interface SqliteOptions {
  */
 export function sqliteDatabase(options: SqliteOptions = {}): Database {
   const conn = openSqliteConnection(options);
-  const sets: MigrationSet[] = [];
+  // Every Database carries the billing tables (paid plans), under their own namespace and versions.
+  const sets: MigrationSet[] = [BILLING_MIGRATIONS];
   let open = true;
   const database: Database = {
     kind: 'sqlite',
     backend: { kind: 'sqlite', sql: conn.sql },
+    idempotency: sqliteIdempotencyStore(conn),
     registerMigrations(set) {
       checkMigrationSet(set, new Set(sets.map((s) => s.namespace)));
       sets.push(set);

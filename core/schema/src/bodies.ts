@@ -33,6 +33,33 @@ export const CreatedApiKeySchema = ApiKeySchema.extend({
 }).describe('A new key, with its secret.');
 export type CreatedApiKey = z.infer<typeof CreatedApiKeySchema>;
 
+export const OperatorAccountRequestSchema = z
+  .object({
+    email: z.string().max(254).describe("The account's address; an account with it already is reused."),
+    key_name: z.string().max(KEY_NAME_MAX).optional().describe('A label for the new key.'),
+    plan: z
+      .enum(['free', 'pro'])
+      .optional()
+      .describe('Set the account to this plan (the API needs `pro`); unchanged when absent.'),
+  })
+  .strict()
+  .describe('The body of POST /api/v1/operator/accounts.');
+export type OperatorAccountRequest = z.infer<typeof OperatorAccountRequestSchema>;
+
+export const ProvisionedAccountSchema = z
+  .object({
+    account: z.object({
+      id: z.string().meta({ examples: ['acc_Ab3dEf9hIj2k'] }),
+      email: z.string(),
+      plan: z.string(),
+      created_at: z.iso.datetime({ offset: true }),
+    }),
+    account_created: z.boolean().describe('False when an account with this address existed and was reused.'),
+    key: CreatedApiKeySchema,
+  })
+  .describe('An account (made or reused) with a new key for it, secret included.');
+export type ProvisionedAccount = z.infer<typeof ProvisionedAccountSchema>;
+
 export const ApiKeyListSchema = z
   .object({ keys: z.array(ApiKeySchema).describe('Active keys, oldest first.') })
   .describe("The account's active keys.");

@@ -2,8 +2,13 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   API_ROUTES,
+  ApiKeySchema,
+  BatchItemSchema,
+  BatchJobSchema,
+  BODY_MEMBERS,
   COMPRESS_OPTIONS,
   CompressOptionsSchema,
+  CreatedApiKeySchema,
   contractDocument,
   decodeResultHeaders,
   encodeResultHeaders,
@@ -12,10 +17,12 @@ import {
   jsonSchemaOf,
   RESULT_FIELDS_NOT_IN_HEADERS,
   RESULT_HEADERS,
+  RevokedApiKeySchema,
   ROUTE_BODIES,
   resultClientName,
   resultHeaderName,
   UrlBatchRequestSchema,
+  UsageSchema,
 } from './index.ts';
 
 type JsonProp = { type?: string; enum?: unknown[]; anyOf?: JsonProp[]; minimum?: number; maximum?: number };
@@ -98,7 +105,7 @@ describe('routes', () => {
     const seen = new Set(Object.values(API_ROUTES).map((r) => `${r.method} ${r.path}`));
     expect(seen.size).toBe(Object.keys(API_ROUTES).length);
     for (const route of Object.values(API_ROUTES)) {
-      expect(['key', 'none', 'optional']).toContain(route.auth);
+      expect(['key', 'none', 'optional', 'operator']).toContain(route.auth);
       expect(route.path).toMatch(/^\/[a-z0-9/{}._-]*$/);
     }
   });
@@ -112,11 +119,31 @@ describe('routes', () => {
   });
 });
 
+describe('the body member lists the clients map answers through', () => {
+  const BODIES: Record<keyof typeof BODY_MEMBERS, { shape: Record<string, unknown> }> = {
+    Usage: UsageSchema,
+    ApiKey: ApiKeySchema,
+    CreatedApiKey: CreatedApiKeySchema,
+    RevokedApiKey: RevokedApiKeySchema,
+    BatchJob: BatchJobSchema,
+    BatchJobProgress: BatchJobSchema.shape.progress,
+    BatchItem: BatchItemSchema,
+  };
+  it.each(Object.keys(BODY_MEMBERS) as (keyof typeof BODY_MEMBERS)[])(
+    "%s: exactly its schema's members",
+    (name) => {
+      expect([...BODY_MEMBERS[name]].sort()).toEqual(Object.keys(BODIES[name].shape).sort());
+    },
+  );
+});
+
 describe('the parts the Node client builds in import nothing', () => {
   // The client compiles these files into its own dist (scripts/build.mjs there): an import of zod
   // or of a file outside this list would become a runtime dependency of the published client.
   const WIRE_FILES = [
     'wire.ts',
+    'ai-table.ts',
+    'body-members.ts',
     'error-codes.ts',
     'formats.ts',
     'option-table.ts',

@@ -1,11 +1,32 @@
 import { z } from 'zod';
 import {
+  AltTextFormSchema,
+  AltTextResultSchema,
+  EditFormSchema,
+  EditOperationSchema,
+  GenerateRequestSchema,
+  ImageFactsSchema,
+} from './ai-bodies.ts';
+import {
+  AI_MODELS,
+  AI_PROVIDERS,
+  ALT_TEXT_MAX,
+  ALT_TEXT_SOURCES,
+  DEFAULT_AI_MODEL,
+  DEFAULT_ASPECT_RATIO,
+  EDIT_OPERATION_KINDS,
+  INSTRUCTION_MAX,
+  PROMPT_MAX,
+} from './ai-table.ts';
+import {
   ApiKeyListSchema,
   ApiKeySchema,
   BatchJobSchema,
   CreatedApiKeySchema,
   CreateKeyRequestSchema,
   HealthSchema,
+  OperatorAccountRequestSchema,
+  ProvisionedAccountSchema,
   ReadySchema,
   RevokedApiKeySchema,
   UrlBatchRequestSchema,
@@ -31,6 +52,11 @@ export interface RouteBodies {
   json?: z.ZodType;
   /** The JSON body of a success, when it is JSON. */
   response?: z.ZodType;
+  /**
+   * The text fields of a multipart (`image-form`) request beside its `file` part, when they are not
+   * the CompressOptions.
+   */
+  form?: z.ZodObject;
 }
 
 /**
@@ -48,6 +74,10 @@ export const ROUTE_BODIES = {
   createJob: { json: UrlBatchRequestSchema, response: BatchJobSchema },
   getJob: { response: BatchJobSchema },
   getJobItem: {},
+  createOperatorAccount: { json: OperatorAccountRequestSchema, response: ProvisionedAccountSchema },
+  generate: { json: GenerateRequestSchema },
+  edit: { form: EditFormSchema },
+  altText: { form: AltTextFormSchema, response: AltTextResultSchema },
   openapi: { response: z.record(z.string(), z.unknown()).describe('OpenAPI 3.1.') },
   docs: {},
   healthz: { response: HealthSchema },
@@ -66,11 +96,19 @@ export const CONTRACT_SCHEMAS = {
   CreatedApiKey: CreatedApiKeySchema,
   ApiKeyList: ApiKeyListSchema,
   RevokedApiKey: RevokedApiKeySchema,
+  OperatorAccountRequest: OperatorAccountRequestSchema,
+  ProvisionedAccount: ProvisionedAccountSchema,
   Usage: UsageSchema,
   UrlBatchRequest: UrlBatchRequestSchema,
   BatchJob: BatchJobSchema,
   Health: HealthSchema,
   Ready: ReadySchema,
+  GenerateRequest: GenerateRequestSchema,
+  EditForm: EditFormSchema,
+  EditOperation: EditOperationSchema,
+  AltTextForm: AltTextFormSchema,
+  AltTextResult: AltTextResultSchema,
+  ImageFacts: ImageFactsSchema,
 } as const;
 
 export type ContractSchemaName = keyof typeof CONTRACT_SCHEMAS;
@@ -85,7 +123,15 @@ export function schemaNameOf(schema: z.ZodType | undefined): ContractSchemaName 
 }
 
 /** Options are exported as input (what a client sends), everything else as output. */
-const INPUT_SCHEMAS = new Set<ContractSchemaName>(['CompressOptions', 'CreateKeyRequest', 'UrlBatchRequest']);
+const INPUT_SCHEMAS = new Set<ContractSchemaName>([
+  'CompressOptions',
+  'CreateKeyRequest',
+  'OperatorAccountRequest',
+  'UrlBatchRequest',
+  'GenerateRequest',
+  'EditForm',
+  'AltTextForm',
+]);
 
 export function contractJsonSchema(name: ContractSchemaName): Record<string, unknown> {
   const { $schema: _ignored, ...schema } = z.toJSONSchema(CONTRACT_SCHEMAS[name], {
@@ -119,6 +165,8 @@ export function contractDocument(): Record<string, unknown> {
           ...API_ROUTES[id],
           json_request: schemaNameOf(bodies.json) ?? null,
           json_response: schemaNameOf(bodies.response) ?? null,
+          form_fields:
+            schemaNameOf(bodies.form) ?? (API_ROUTES[id].request === 'image-form' ? 'CompressOptions' : null),
         },
       ];
     }),
@@ -148,6 +196,17 @@ export function contractDocument(): Record<string, unknown> {
     input_extensions: INPUT_EXTENSIONS,
     file_extensions: FILE_EXTENSIONS,
     mime_types: MIME_TYPES,
+    ai: {
+      models: AI_MODELS,
+      providers: AI_PROVIDERS,
+      default_model: DEFAULT_AI_MODEL,
+      default_aspect_ratio: DEFAULT_ASPECT_RATIO,
+      prompt_max: PROMPT_MAX,
+      instruction_max: INSTRUCTION_MAX,
+      alt_text_max: ALT_TEXT_MAX,
+      alt_text_sources: ALT_TEXT_SOURCES,
+      edit_operations: EDIT_OPERATION_KINDS,
+    },
     default_quality: DEFAULT_QUALITY,
     max_dimension_limit: MAX_DIMENSION_LIMIT,
   };

@@ -31,12 +31,22 @@ export const ERROR_STATUS = {
   URL_FETCH_FAILED: 422,
   /** The Idempotency-Key was used within 24 h for a different request (route, file or options). */
   IDEMPOTENCY_KEY_REUSED: 422,
+  /** The AI provider refused the prompt, instruction or image under its content policy. */
+  CONTENT_POLICY_VIOLATION: 422,
+  /** An edit instruction of which no word could be turned into an operation. */
+  INSTRUCTION_NOT_UNDERSTOOD: 422,
   QUOTA_EXCEEDED: 429,
   RATE_LIMITED: 429,
   INTERNAL_ERROR: 500,
+  /** No AI provider is set up for what was asked (generation, a generative edit). */
   PROVIDER_NOT_CONFIGURED: 501,
   SERVICE_UNAVAILABLE: 503,
+  /** The AI provider failed or answered something that is not its documented contract. */
   PROVIDER_ERROR: 502,
+  /** The AI provider asked us to slow down; Retry-After passes on its hint. */
+  PROVIDER_RATE_LIMITED: 503,
+  /** The AI provider did not answer within COMPRESSO_AI_TIMEOUT_MS. */
+  PROVIDER_TIMEOUT: 504,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -4,9 +4,11 @@ export type HttpMethod = 'GET' | 'POST' | 'DELETE';
 
 /**
  * `key`: `Authorization: Bearer <API key>` required (401 without); `none`: public; `optional`: a key
- * is read when sent and changes the answer, none is needed.
+ * is read when sent and changes the answer, none is needed; `operator`: `Authorization: Bearer
+ * <COMPRESSO_ADMIN_TOKEN>`, the server operator's token (for the integrations' own servers, never a
+ * browser); the route answers 404 on a server without one.
  */
-export type RouteAuth = 'key' | 'none' | 'optional';
+export type RouteAuth = 'key' | 'none' | 'optional' | 'operator';
 
 /** How the request carries its input. */
 export type RequestKind =
@@ -33,6 +35,8 @@ export interface RouteSpec {
   resultHeaders?: 'all' | readonly string[];
   /** Counted against the daily quota. */
   counted?: boolean;
+  /** API_HEADERS a success carries besides the rate and result headers: name → always sent. */
+  headers?: Readonly<Partial<Record<ApiHeaderName, boolean>>>;
 }
 
 /**
@@ -126,6 +130,57 @@ export const API_ROUTES = {
     resultHeaders: 'all',
     counted: false,
   },
+  createOperatorAccount: {
+    method: 'POST',
+    path: '/api/v1/operator/accounts',
+    auth: 'operator',
+    request: 'json',
+    response: 'json',
+    status: 201,
+  },
+  generate: {
+    method: 'POST',
+    path: '/api/v1/generate',
+    auth: 'key',
+    request: 'json',
+    response: 'image',
+    status: 200,
+    resultHeaders: 'all',
+    counted: true,
+    headers: {
+      'X-Ai-Provider': true,
+      'X-Ai-Model': true,
+      'X-Aspect-Ratio': true,
+      'X-Aspect-Ratio-Requested': false,
+    },
+  },
+  edit: {
+    method: 'POST',
+    path: '/api/v1/edit',
+    auth: 'key',
+    request: 'image-form',
+    response: 'image',
+    status: 200,
+    resultHeaders: 'all',
+    counted: true,
+    headers: {
+      'X-Edit-Operations': true,
+      'X-Edit-Unrecognized': true,
+      'X-Edit-Generated': false,
+      'X-Ai-Provider': false,
+      'X-Ai-Model': false,
+    },
+  },
+  altText: {
+    method: 'POST',
+    path: '/api/v1/alt-text',
+    auth: 'key',
+    request: 'image-form',
+    response: 'json',
+    status: 200,
+    counted: true,
+    headers: { 'X-Ai-Provider': false, 'X-Ai-Model': false },
+  },
   openapi: {
     method: 'GET',
     path: '/api/v1/openapi.json',
@@ -176,6 +231,33 @@ export const API_HEADERS = {
     description: 'Always "false" where sent: retrying before the quota or limit resets cannot succeed.',
   },
   Location: { type: 'string', description: 'The URL of the resource created.' },
+  'X-Ai-Provider': {
+    type: 'string',
+    description: 'The provider that did the generative work: openai or replicate (absent when none did).',
+  },
+  'X-Ai-Model': { type: 'string', description: "The provider's model that did it, e.g. gpt-image-1." },
+  'X-Aspect-Ratio': {
+    type: 'string',
+    description: "The aspect ratio generated: the model's supported ratio nearest to the one asked for.",
+  },
+  'X-Aspect-Ratio-Requested': {
+    type: 'string',
+    description: 'The aspect ratio asked for, sent when the model could not make it exactly.',
+  },
+  'X-Edit-Operations': {
+    type: 'string',
+    description:
+      'JSON array of the operations applied, in order (EditOperation objects: {"op":"resize","width":800}, …); non-ASCII characters as \\u escapes.',
+  },
+  'X-Edit-Unrecognized': {
+    type: 'string',
+    description: 'JSON array of the words of the instruction that were not understood (and not applied).',
+  },
+  'X-Edit-Generated': {
+    type: 'string',
+    description:
+      'JSON array of the phrases of the instruction a generative provider carried out (e.g. "remove the background"), when any.',
+  },
 } as const satisfies Record<string, { type: 'string' | 'integer'; description: string }>;
 
 export type ApiHeaderName = keyof typeof API_HEADERS;

@@ -4,6 +4,28 @@
  * follows the table with no runtime dependency. Everything here is also exported by the package's
  * main entry.
  */
+
+export {
+  AI_MODELS,
+  AI_PROVIDERS,
+  type AiModel,
+  type AiProviderName,
+  ALT_CONTEXT_MAX,
+  ALT_TEXT_MAX,
+  ALT_TEXT_SOURCES,
+  type AltTextSource,
+  ASPECT_RATIO_MAX,
+  DEFAULT_AI_MODEL,
+  DEFAULT_ASPECT_RATIO,
+  decodeJsonHeader,
+  EDIT_OPERATION_KINDS,
+  type EditOperationKind,
+  encodeJsonHeader,
+  INSTRUCTION_MAX,
+  PROMPT_MAX,
+  parseAspectRatio,
+} from './ai-table.ts';
+export { BODY_MEMBERS, type BodyName } from './body-members.ts';
 export {
   CLIENT_ERROR_CODES,
   type ClientErrorCode,

@@ -13,11 +13,15 @@ import {
   nextReset,
   revokeApiKey,
   secondsUntilReset,
-  sqliteIdempotencyStore,
 } from '@compresso/runtime';
 import { CompressoError, CreateKeyRequestSchema, fieldProblems, KEY_NAME_MAX } from '@compresso/schema';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import type { AiProvider } from './ai/provider.ts';
+import { registerAiRoutes } from './ai/routes.ts';
+import { aiProviderFromConfig } from './ai/select.ts';
 import { authOf, requireApiKey } from './auth.ts';
+import { type Billing, type BillingOptions, createBilling } from './billing/billing.ts';
+import { stripeWebhookRouter } from './billing/webhook.ts';
 import { optimizeUpload, readImageUpload, sendCompressed, setInfoHeaders } from './compress-response.ts';
 import { docsContent } from './docs.ts';
 import { errorHandler, sendError } from './errors.ts';
@@ -26,6 +30,7 @@ import { createIdempotency, fingerprintOf } from './idempotency.ts';
 import { registerBatchRoutes } from './jobs/routes.ts';
 import { createMetrics, type Metrics, metricsEndpoint } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
+import { registerOperatorRoutes } from './operator.ts';
 import { routeRegistrar } from './routes.ts';
 import { createUploadBudget } from './upload-budget.ts';
 import { accountRouter } from './web/account.ts';
@@ -51,10 +56,21 @@ export interface AppDeps {
    */
   now?: () => Date;
   /**
-   * Where first answers to `Idempotency-Key` requests are kept (see idempotency.ts). Without one, an
-   * in-memory SQLite store serves this app alone: exact within the process, not across processes.
+   * Where first answers to `Idempotency-Key` requests are kept (see idempotency.ts); the database's
+   * own store (`db.idempotency`, exact across every process on it) when not given.
    */
   idempotency?: IdempotencyStore;
+  /**
+   * Paid Pro through Stripe (with the STRIPE_* settings): made here from the config when not given;
+   * `billingOptions` points it elsewhere (the tests' fake of Stripe's API).
+   */
+  billing?: Billing;
+  billingOptions?: BillingOptions;
+  /**
+   * The AI provider of /generate, /edit (generative phrases) and /alt-text; by default the one the
+   * configuration names (OPENAI_API_KEY, REPLICATE_API_TOKEN), none when it names none.
+   */
+  ai?: AiProvider | undefined;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -66,16 +82,9 @@ if (KEY_NAME_MAX !== MAX_KEY_NAME)
 /** Routes outside the API table (operators'), for their 405 answers. */
 const OPERATOR_ROUTES: Record<string, string[]> = { '/metrics': ['GET'] };
 
-function defaultIdempotencyStore(logger: Logger): IdempotencyStore {
-  const store = sqliteIdempotencyStore({ path: ':memory:' });
-  // Synchronous underneath (node:sqlite): the table exists before the first request.
-  store.migrate().catch((err) => logger.error({ err }, 'idempotency store migration failed'));
-  return store;
-}
-
 export function createApp(deps: AppDeps): express.Express {
   const { engine, db, logger, config } = deps;
-  const idempotencyStore = deps.idempotency ?? defaultIdempotencyStore(logger);
+  const idempotencyStore = deps.idempotency ?? db.idempotency;
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -232,6 +241,18 @@ export function createApp(deps: AppDeps): express.Express {
     authNoCount: requireApiKey({ db, config, logger, now }, { count: false }),
   });
 
+  registerOperatorRoutes(routes, { db, logger, adminToken: config.adminToken });
+  registerAiRoutes(routes, {
+    engine,
+    config,
+    logger,
+    provider: 'ai' in deps ? deps.ai : aiProviderFromConfig(config),
+    auth: authIdempotent,
+    idempotency,
+    continueBody,
+    readImage,
+  });
+
   routes.add('usage', auth, (_req, res) => {
     const state = authOf(res);
     // The reset belongs to the day the request was counted on: the same reading of the clock.
@@ -247,8 +268,11 @@ export function createApp(deps: AppDeps): express.Express {
     });
   });
 
+  // Before the web routers: Stripe's deliveries carry no session, and their raw body must stay unparsed.
+  const billing = deps.billing ?? createBilling({ db, logger, config, now }, deps.billingOptions);
+  if (billing) app.use(stripeWebhookRouter(billing, logger));
   // First of the web routers: its session middleware sets res.locals.session for the ones after it.
-  app.use(accountRouter({ db, logger, config, now }));
+  app.use(accountRouter({ db, logger, config, now, ...(billing ? { billing } : {}) }));
   app.use(compressorRouter({ engine, db, logger, config, uploadLimits, now }));
   // After the session middleware, so the reference's navigation shows who is signed in.
   const docsBody = docsContent(document);

@@ -93,7 +93,10 @@ export function requireApiKey(
     if (!plan.api) {
       throw new CompressoError(
         'PLAN_REQUIRED',
-        'The API is part of the Pro plan. Activate Pro on this account with a promo code, then retry.',
+        // Payment is named only where the site offers it (the STRIPE_* settings).
+        config.stripeSecretKey
+          ? 'The API is part of the Pro plan. Subscribe or enter a promo code in the account area, then retry.'
+          : 'The API is part of the Pro plan. Activate Pro on this account with a promo code, then retry.',
         { details: { plan: plan.id, required: 'pro' } },
       );
     }

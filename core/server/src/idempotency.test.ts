@@ -11,10 +11,8 @@ import {
   type IdempotencyStore,
   inlineQueue,
   loadConfig,
-  postgresIdempotencyStore,
   quotaDay,
   sqliteDatabase,
-  sqliteIdempotencyStore,
 } from '@compresso/runtime';
 import { postgresDatabase } from '@compresso/runtime/postgres';
 import express from 'express';
@@ -64,18 +62,13 @@ async function instance(
     {},
     { maxUploadBytes: options.maxUploadBytes ?? 1024 * 1024, logLevel: 'silent' },
   );
-  let db: Database;
-  let store: IdempotencyStore;
-  if (backend === 'postgres') {
-    db = postgresDatabase({ url: DATABASE_URL, poolSize: 8 });
-    await db.migrate();
-    store = await postgresIdempotencyStore({ url: DATABASE_URL, poolSize: 8 });
-  } else {
-    db = sqliteDatabase({ path: options.file! });
-    await db.migrate();
-    store = sqliteIdempotencyStore({ path: options.file! });
-  }
-  await store.migrate();
+  const db: Database =
+    backend === 'postgres'
+      ? postgresDatabase({ url: DATABASE_URL, poolSize: 8 })
+      : sqliteDatabase({ path: options.file! });
+  await db.migrate();
+  // The database's own store: each instance on its own connection(s) to the shared database.
+  const store = db.idempotency;
   const engine: Engine = createEngine({ concurrency: 2, limits: { maxInputBytes: config.maxUploadBytes } });
   const queue = inlineQueue();
   const blobs = fileBlobStore({
@@ -88,7 +81,6 @@ async function instance(
     config,
     queue,
     blobs,
-    idempotency: store,
     ...(options.now ? { now: options.now } : {}),
   });
   const server: Server = createHttpServer(app, config);
@@ -103,7 +95,6 @@ async function instance(
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await queue.close();
       await engine.close();
-      await store.close();
       await blobs.close();
       await db.close();
     },
@@ -419,8 +410,9 @@ describe('Idempotency-Key on PostgreSQL', () => {
 describe('the idempotency layer on its own', () => {
   /** A bare app: a stand-in for auth that counts, and two routes run through the layer. */
   async function layer() {
-    const store = sqliteIdempotencyStore({ path: ':memory:' });
-    await store.migrate();
+    const db = sqliteDatabase({ path: ':memory:' });
+    await db.migrate();
+    const store = db.idempotency;
     let counted = 0;
     let release: () => void = () => {};
     const gate = new Promise<void>((resolve) => {
@@ -468,7 +460,7 @@ describe('the idempotency layer on its own', () => {
       async close() {
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
-        await store.close();
+        await db.close();
       },
     };
   }

@@ -11,6 +11,7 @@ import {
 import { API_ROUTES, ROUTE_IDS } from '@compresso/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { type FakeProvider, fakeOpenAi, gradientPng } from './ai/fakes.ts';
 import { startBatchWorker } from './jobs/worker.ts';
 import { bearer, form, proAccount, smallJpeg, startTestServer, type TestServer, tempDir } from './testing.ts';
 
@@ -42,6 +43,7 @@ let worker: QueueWorker;
 let images: Server;
 let doc: { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Json> } };
 let key: string;
+let ai: FakeProvider;
 const seen = new Set<string>();
 
 function resolveRefs(schema: unknown): unknown {
@@ -55,6 +57,8 @@ function resolveRefs(schema: unknown): unknown {
 const CHECKED_HEADER = /^(x-|ratelimit-|retry-after$|location$)/;
 /** Browser hardening (nosniff, framing) the answers carry, not facts of the API. */
 const HARDENING = new Set(['x-content-type-options', 'x-frame-options']);
+
+const ADMIN_TOKEN = 'conformance-operator-token-0123456789';
 
 /** Call one route and check the answer against the published document. */
 async function call(
@@ -110,9 +114,16 @@ async function call(
 beforeAll(async () => {
   queue = inlineQueue({ attempts: 1, backoff: { type: 'fixed', delayMs: 10 } });
   blobs = fileBlobStore({ root: join(tmp.dir, 'blobs') });
+  ai = await fakeOpenAi({ apiKey: 'sk-conformance' });
   srv = await startTestServer({
     dbPath: join(tmp.dir, 'conformance.sqlite'),
-    overrides: { fetchAllowPrivate: true },
+    overrides: {
+      fetchAllowPrivate: true,
+      adminToken: ADMIN_TOKEN,
+      openaiApiKey: 'sk-conformance',
+      openaiBaseUrl: ai.url,
+      aiTimeoutMs: 1000,
+    },
     queue,
     blobs,
   });
@@ -141,6 +152,7 @@ afterAll(async () => {
   await srv.close();
   await blobs.close();
   await new Promise((resolve) => images.close(resolve));
+  await ai.close();
   tmp.cleanup();
 });
 
@@ -155,7 +167,7 @@ async function finished(id: string): Promise<{ items: { status: string }[] }> {
 }
 
 describe('the OpenAPI document describes what the server sends', () => {
-  it('on every route, for its success and its refusals', async () => {
+  it('on every route, for its success and its refusals', { timeout: 60_000 }, async () => {
     const jpeg = await smallJpeg();
     await call('healthz', {}, 200);
     await call('readyz', {}, 200);
@@ -184,6 +196,29 @@ describe('the OpenAPI document describes what the server sends', () => {
     );
     await call('info', { headers: bearer(key), body: form(jpeg, { quality: 'auto' }) }, 200);
     await call('info', { headers: bearer(key), body: form(undefined) }, 400);
+
+    const operatorJson = (token: string) => ({
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+    });
+    await call(
+      'createOperatorAccount',
+      {
+        headers: operatorJson(ADMIN_TOKEN),
+        body: JSON.stringify({ email: 'shop@example.com', plan: 'pro' }),
+      },
+      201,
+    );
+    await call(
+      'createOperatorAccount',
+      { headers: operatorJson(key), body: JSON.stringify({ email: 'a@b.co' }) },
+      401,
+    );
+    await call(
+      'createOperatorAccount',
+      { headers: operatorJson(ADMIN_TOKEN), body: JSON.stringify({ email: 1 }) },
+      400,
+    );
 
     const created = await call(
       'createKey',
@@ -238,6 +273,41 @@ describe('the OpenAPI document describes what the server sends', () => {
     await call('getJob', { headers: bearer(key), params: { id: 'job_unknown' } }, 404);
     await call('getJobItem', { headers: bearer(key), params: { id: job.id, index: 1 } }, 200);
     await call('getJobItem', { headers: bearer(key), params: { id: job.id, index: 7 } }, 404);
+
+    const generate = (body: unknown) => ({
+      headers: { ...bearer(key), 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    await call('generate', generate({ prompt: 'a kite', aspect_ratio: '16:9', output_format: 'webp' }), 200);
+    await call('generate', generate({ prompt: '' }), 400);
+    for (const [mode, status] of [
+      ['content-policy', 422],
+      ['rate-limit', 503],
+      ['malformed', 502],
+      ['slow', 504],
+    ] as const) {
+      ai.mode = mode;
+      await call('generate', generate({ prompt: 'a kite' }), status);
+    }
+    ai.mode = 'ok';
+    await call(
+      'edit',
+      { headers: bearer(key), body: form(jpeg, { instruction: 'rotate left and convert to webp' }) },
+      200,
+    );
+    await call(
+      'edit',
+      { headers: bearer(key), body: form(jpeg, { instruction: 'remove the background' }) },
+      200,
+    );
+    await call('edit', { headers: bearer(key), body: form(jpeg, { instruction: 'make it pop' }) }, 422);
+    await call('edit', { headers: bearer(key), body: form(jpeg, { instruction: 'quality 0' }) }, 400);
+    await call(
+      'altText',
+      { headers: bearer(key), body: form(await gradientPng(40, 30), { vendor: 'Acme' }) },
+      200,
+    );
+    await call('altText', { headers: bearer(key), body: form(jpeg, { language: 'not a tag' }) }, 400);
 
     for (const id of ROUTE_IDS) {
       if (API_ROUTES[id].auth === 'key') await call(id, { params: { id: 'x', index: 0 } }, 401);

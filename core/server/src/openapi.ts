@@ -27,12 +27,26 @@ function codesWith(status: number): ErrorCode[] {
   return (Object.keys(ERROR_STATUS) as ErrorCode[]).filter((code) => ERROR_STATUS[code] === status);
 }
 
-function errorResponse(status: number, when: string): Json {
+/** Codes only the AI routes answer: the other operations do not list them under their statuses. */
+const AI_ONLY_CODES = new Set<ErrorCode>([
+  'CONTENT_POLICY_VIOLATION',
+  'INSTRUCTION_NOT_UNDERSTOOD',
+  'PROVIDER_NOT_CONFIGURED',
+  'PROVIDER_ERROR',
+  'PROVIDER_RATE_LIMITED',
+  'PROVIDER_TIMEOUT',
+]);
+
+function errorResponse(status: number, when: string, ai = false): Json {
+  const codes = codesWith(status).filter((code) => ai || !AI_ONLY_CODES.has(code));
   return {
-    description: `${when} Codes: ${codesWith(status).join(', ')}.`,
+    description: `${when} Codes: ${codes.join(', ')}.`,
     content: { 'application/json': { schema: errorRef } },
   };
 }
+
+/** An error answer of an AI route: its codes include the provider's. */
+const aiError = (status: number, when: string): Json => errorResponse(status, when, true);
 
 function apiHeader(name: ApiHeaderName, description?: string): Json {
   const spec = API_HEADERS[name];
@@ -95,8 +109,6 @@ const imageErrors = (config: Config): Json => ({
  */
 export const CODES_OUTSIDE_OPERATIONS: Partial<Record<ErrorCode, string>> = {
   METHOD_NOT_ALLOWED: 'any path of the table, for a method it does not answer (405 with Allow): see info',
-  PROVIDER_NOT_CONFIGURED: 'reserved for the AI routes to come; no route answers it yet',
-  PROVIDER_ERROR: 'reserved for the AI routes to come; no route answers it yet',
 };
 
 /** What each route of the table means, in words; the rest of its operation comes from the table. */
@@ -128,6 +140,26 @@ function routeDocs(config: Config): Record<RouteId, RouteDoc> {
         '400': errorResponse(400, 'The body is not {"name": string}; `details` names the field.'),
         '409': errorResponse(409, 'The account has the most active keys allowed.'),
         ...authErrors(),
+      },
+    },
+    createOperatorAccount: {
+      summary: 'Make or reuse an account by its address and issue it a key (operator token)',
+      description:
+        'For an operator’s own servers, such as the Shopify app giving each shop an account: authorized by ' +
+        'COMPRESSO_ADMIN_TOKEN, never by an API key, and never to be called from a browser. The same address ' +
+        'gives the same account (`account_created` false); each call issues a new key.',
+      success: 'The account and its new key, with the secret (in this answer only).',
+      errors: {
+        '400': errorResponse(
+          400,
+          'The body is not {"email": string, "key_name"?: string}; `details` names the field.',
+        ),
+        '401': errorResponse(401, 'No operator token, or not this server’s.'),
+        '404': errorResponse(
+          404,
+          'COMPRESSO_ADMIN_TOKEN is not set on this server: operator routes are off.',
+        ),
+        '409': errorResponse(409, 'The account has the most active keys allowed.'),
       },
     },
     listKeys: {
@@ -177,6 +209,109 @@ function routeDocs(config: Config): Record<RouteId, RouteDoc> {
       errors: {
         '404': errorResponse(404, "No such job in the caller's account, or no such item."),
         '409': errorResponse(409, 'The item is not done: still queued, or failed (`details.status`).'),
+        ...authErrors(),
+      },
+    },
+    generate: {
+      summary: 'Generate an image from a text prompt',
+      description:
+        'Asks the configured AI provider (an OpenAI-compatible images API or Replicate) for a picture, then compresses it like /compress: ' +
+        'the answer is the image bytes in the requested format and quality, with the compression facts in the X-* headers and the provider, ' +
+        'its model and the aspect ratio generated in X-Ai-Provider, X-Ai-Model and X-Aspect-Ratio (the nearest the model supports; ' +
+        'X-Aspect-Ratio-Requested when it differs). Counted like any request; never a placeholder image.',
+      success: 'The generated image (Content-Disposition names it generated.<ext>).',
+      errors: {
+        '400': aiError(
+          400,
+          'A missing or too long prompt, an unknown model or aspect ratio, a bad option: `details` names each field.',
+        ),
+        '422': aiError(
+          422,
+          'CONTENT_POLICY_VIOLATION: the provider refused the prompt under its content policy (its reason in the message).',
+        ),
+        '501': aiError(
+          501,
+          'PROVIDER_NOT_CONFIGURED: no AI provider is set up on this server; the message names the settings.',
+        ),
+        '502': aiError(
+          502,
+          'PROVIDER_ERROR: the provider failed, refused our credentials, or answered something that is not its contract.',
+        ),
+        '503': {
+          ...aiError(
+            503,
+            'PROVIDER_RATE_LIMITED: the provider asked us to slow down; retry after Retry-After seconds.',
+          ),
+          headers: { 'Retry-After': apiHeader('Retry-After') },
+        },
+        '504': aiError(504, `PROVIDER_TIMEOUT: the provider did not finish within ${config.aiTimeoutMs} ms.`),
+        ...authErrors(),
+      },
+    },
+    edit: {
+      summary: 'Edit an image by a plain-language instruction',
+      description:
+        'The instruction ("make it 800 wide and black and white", "rotate left and convert to webp", "crop to square") is parsed, the same ' +
+        'words always the same way, into operations (resize, crop, rotate, flip, grayscale, blur, sharpen, brightness, contrast, saturation, ' +
+        'format, quality) applied in order, then compressed like /compress. X-Edit-Operations lists the operations applied, ' +
+        'X-Edit-Unrecognized the words not understood. Phrases that need a generative model ("blur the background", "remove the ' +
+        'background") go to the configured provider (X-Edit-Generated, X-Ai-Provider, X-Ai-Model), or are refused with ' +
+        'PROVIDER_NOT_CONFIGURED. The output carries no metadata.',
+      success: 'The edited image, named after the upload with the new extension.',
+      errors: {
+        ...imageErrors(config),
+        '400': aiError(
+          400,
+          'No file, no instruction, a bad option, or an instruction asking for something out of range (a width of 0, quality 150, two formats): `details` names the field and the phrase.',
+        ),
+        '422': aiError(
+          422,
+          'INSTRUCTION_NOT_UNDERSTOOD (no word of the instruction made an operation; `details.unrecognized` lists them), an image that cannot be processed, or CONTENT_POLICY_VIOLATION from the provider.',
+        ),
+        '501': aiError(
+          501,
+          'PROVIDER_NOT_CONFIGURED: the instruction needs a generative model and none is configured.',
+        ),
+        '502': aiError(
+          502,
+          'PROVIDER_ERROR: the provider failed or answered something that is not its contract.',
+        ),
+        '503': {
+          ...aiError(
+            503,
+            'The server holds as many uploads as its memory budget allows, or PROVIDER_RATE_LIMITED: the provider asked us to slow down; retry after Retry-After seconds.',
+          ),
+          headers: { 'Retry-After': apiHeader('Retry-After') },
+        },
+        '504': aiError(504, 'PROVIDER_TIMEOUT: the provider did not finish in time.'),
+        ...authErrors(),
+      },
+    },
+    altText: {
+      summary: 'Alt text for an image',
+      description:
+        'With a vision provider (an OpenAI-compatible chat API), a model that sees the image writes it (`source: provider`). Without one, ' +
+        'it is composed offline from the context fields (product title, vendor, page title, a descriptive file name) and what the server ' +
+        'measured (orientation, main colour, transparency) — `source: offline` — and never names content nobody saw. `basis` lists what it came from.',
+      success: 'The alt text, its source and the measured facts.',
+      errors: {
+        ...imageErrors(config),
+        '422': aiError(
+          422,
+          'An image that cannot be processed, or CONTENT_POLICY_VIOLATION from the provider.',
+        ),
+        '502': aiError(
+          502,
+          'PROVIDER_ERROR: the vision provider failed or answered something that is not its contract.',
+        ),
+        '503': {
+          ...aiError(
+            503,
+            'The server holds as many uploads as its memory budget allows, or PROVIDER_RATE_LIMITED: the provider asked us to slow down; retry after Retry-After seconds.',
+          ),
+          headers: { 'Retry-After': apiHeader('Retry-After') },
+        },
+        '504': aiError(504, 'PROVIDER_TIMEOUT: the vision provider did not answer in time.'),
         ...authErrors(),
       },
     },
@@ -255,13 +390,17 @@ function document(config: Config): Json {
       },
     ];
   };
-  const multipart = (files: 'one' | 'many'): Json => ({
+  const multipart = (
+    files: 'one' | 'many',
+    fieldProperties: Json | undefined = optionProperties,
+    required: string[] = [],
+  ): Json => ({
     'multipart/form-data': {
       schema: {
         // The options' properties beside `file` in one object: an allOf with the strict
         // CompressOptions schema (additionalProperties: false) would forbid `file` itself.
         type: 'object',
-        required: ['file'],
+        required: ['file', ...required],
         additionalProperties: false,
         properties: {
           file:
@@ -272,7 +411,7 @@ function document(config: Config): Json {
                   items: { type: 'string', contentMediaType: 'application/octet-stream' },
                   description: 'The images, one part each.',
                 },
-          ...optionProperties,
+          ...fieldProperties,
         },
       },
     },
@@ -285,8 +424,18 @@ function document(config: Config): Json {
     const bodies: RouteBodies = ROUTE_BODIES[id];
     const doc = docs[id];
     let requestBody: Json | undefined;
-    if (route.request === 'image-form') requestBody = { required: true, content: multipart('one') };
-    else if (route.request === 'batch') {
+    if (route.request === 'image-form') {
+      const formName = schemaNameOf(bodies.form);
+      const formSchema = formName
+        ? (components.schemas[formName] as { properties?: Json; required?: string[] })
+        : undefined;
+      requestBody = {
+        required: true,
+        content: formSchema
+          ? multipart('one', formSchema.properties, formSchema.required ?? [])
+          : multipart('one'),
+      };
+    } else if (route.request === 'batch') {
       requestBody = {
         required: true,
         content: {
@@ -304,10 +453,9 @@ function document(config: Config): Json {
         },
       };
     } else if (route.request === 'json') {
-      requestBody = {
-        required: false,
-        content: { 'application/json': { schema: ref(schemaNameOf(bodies.json) ?? 'CreateKeyRequest') } },
-      };
+      const name = schemaNameOf(bodies.json) ?? 'CreateKeyRequest';
+      const required = ((components.schemas[name] as { required?: string[] }).required ?? []).length > 0;
+      requestBody = { required, content: { 'application/json': { schema: ref(name) } } };
     }
     const headers: Json = { ...requestIdHeader(), ...(route.auth === 'key' ? rateHeaders() : {}) };
     if (route.resultHeaders) {
@@ -317,6 +465,9 @@ function document(config: Config): Json {
       Object.assign(headers, Object.fromEntries(fields.map(resultHeader)));
     }
     if (route.status === 202) headers.Location = apiHeader('Location', 'The job URL.');
+    for (const [name, always] of Object.entries(route.headers ?? {}) as [ApiHeaderName, boolean][]) {
+      headers[name] = { ...apiHeader(name), required: always };
+    }
     const responseName = schemaNameOf(bodies.response);
     const content =
       route.response === 'image'
@@ -333,6 +484,7 @@ function document(config: Config): Json {
         ...(doc.description ? { description: doc.description } : {}),
         ...(route.auth === 'none' ? { security: [] } : {}),
         ...(route.auth === 'optional' ? { security: [{}, { apiKey: [] }] } : {}),
+        ...(route.auth === 'operator' ? { security: [{ operatorToken: [] }] } : {}),
         ...(parameters.length ? { parameters } : {}),
         ...(requestBody ? { requestBody } : {}),
         responses: {
@@ -361,6 +513,11 @@ function document(config: Config): Json {
       ...components,
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', description: 'An API key, `cmp_live_…`.' },
+        operatorToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'The server operator’s COMPRESSO_ADMIN_TOKEN (operator routes only).',
+        },
       },
     },
   };
@@ -375,6 +532,9 @@ export const IDEMPOTENT_OPERATIONS: Record<string, 'post'> = {
   '/api/v1/compress': 'post',
   '/api/v1/info': 'post',
   '/api/v1/jobs': 'post',
+  '/api/v1/generate': 'post',
+  '/api/v1/edit': 'post',
+  '/api/v1/alt-text': 'post',
 };
 
 const idempotencyParameter: Json = {

@@ -7,7 +7,6 @@ import {
   type Database,
   type JobQueue,
   type Logger,
-  openIdempotencyStore,
   type ProcessContext,
   type QueueWorker,
   startProcess,
@@ -15,6 +14,7 @@ import {
 import { CompressoError } from '@compresso/schema';
 import type express from 'express';
 import { createApp } from './app.ts';
+import { createBilling, startBillingSweep } from './billing/billing.ts';
 import { deferContinue } from './expect-continue.ts';
 import { logQueueErrors, requeueQueuedItems, startBatchWorker, startSweeper } from './jobs/worker.ts';
 import { createMetrics } from './metrics.ts';
@@ -100,10 +100,6 @@ async function serve(context: ProcessContext): Promise<ServerParts> {
       'COMPRESSO_WORKERS=0 (--workers 0) needs REDIS_URL and `compresso worker` processes: with the in-process queue, batch jobs would never run.',
     );
   }
-  // Beside the database (same file or schema), its own table: the first answers to Idempotency-Key.
-  // Opened before the engine, so it closes after it (closers run in reverse).
-  const idempotency = await openIdempotencyStore(config);
-  onClose('idempotency store', () => idempotency.close());
   const engine = createEngine({
     limits: { maxInputBytes: config.maxUploadBytes },
     ...(config.concurrency ? { concurrency: config.concurrency } : {}),
@@ -116,7 +112,26 @@ async function serve(context: ProcessContext): Promise<ServerParts> {
   const metrics = createMetrics({ engine, queue, logger });
   onClose('queue metrics', metrics.watchQueue(queue));
   onClose('queue log', logQueueErrors(queue, logger));
-  const app = createApp({ engine, db, logger, config, queue, blobs, metrics, idempotency });
+  // Paid Pro (STRIPE_* set): a once-a-minute sweep ends plans whose grace or cancelled period ran out.
+  const billing = createBilling({ db, logger, config, now: () => new Date() });
+  if (billing) {
+    const stopSweep = startBillingSweep(billing, logger);
+    // After the HTTP server (closers run in reverse): events already answered finish being handled.
+    onClose('billing', async () => {
+      stopSweep();
+      await billing.settled();
+    });
+  }
+  const app = createApp({
+    engine,
+    db,
+    logger,
+    config,
+    queue,
+    blobs,
+    metrics,
+    ...(billing ? { billing } : {}),
+  });
   const server = createHttpServer(app, config);
   try {
     await new Promise<void>((resolve, reject) => {
@@ -161,6 +176,7 @@ async function serve(context: ProcessContext): Promise<ServerParts> {
       blobs: blobs.kind,
       workers,
       metrics: config.metricsToken ? 'on' : 'off',
+      payments: billing ? 'stripe' : 'off',
     },
     'compresso server listening',
   );

@@ -4,6 +4,7 @@
  * entry of its own so tests import it by name rather than reaching into this package's files, and
  * so the package index (what `serve` loads) never pulls in sharp's test fixture code.
  */
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -27,7 +28,9 @@ import {
   sqliteDatabase,
 } from '@compresso/runtime';
 import sharp from 'sharp';
+import type { AiProvider } from './ai/provider.ts';
 import { createApp } from './app.ts';
+import { type Billing, type BillingOptions, createBilling } from './billing/billing.ts';
 import { createHttpServer } from './start.ts';
 
 export interface TestServer {
@@ -40,6 +43,8 @@ export interface TestServer {
   server: Server;
   engine: Engine;
   logger: Logger;
+  /** Paid plans, when the STRIPE_* overrides are given (its sweep is for tests to call). */
+  billing: Billing | undefined;
   close(): Promise<void>;
 }
 
@@ -59,8 +64,12 @@ export async function startTestServer(
     blobs?: BlobStore;
     /** The app's clock (quota day, throttle windows; see AppDeps.now); the system clock when not given. */
     now?: () => Date;
-    /** Where Idempotency-Key answers are kept; an in-memory store of this app's own when not given. */
+    /** Where Idempotency-Key answers are kept; the test database's own (`db.idempotency`) when not given. */
     idempotency?: IdempotencyStore;
+    /** Where the Stripe client goes (a fake's `api`) and the origins its pages live at; with the STRIPE_* overrides. */
+    billing?: BillingOptions;
+    /** The AI provider (an adapter pointed at a fake); by default the one the config names. */
+    ai?: AiProvider;
   } = { dbPath: ':memory:' },
 ): Promise<TestServer> {
   const config = loadConfig({}, { logLevel: 'info', maxUploadBytes: 1024 * 1024, ...options.overrides });
@@ -79,7 +88,12 @@ export async function startTestServer(
   await db.migrate();
   const engine =
     options.engine ?? createEngine({ concurrency: 2, limits: { maxInputBytes: config.maxUploadBytes } });
+  const billing = createBilling(
+    { db, logger, config, now: options.now ?? (() => new Date()) },
+    options.billing,
+  );
   const app = createApp({
+    ...(billing ? { billing } : {}),
     engine,
     db,
     logger,
@@ -88,6 +102,7 @@ export async function startTestServer(
     ...(options.blobs ? { blobs: options.blobs } : {}),
     ...(options.now ? { now: options.now } : {}),
     ...(options.idempotency ? { idempotency: options.idempotency } : {}),
+    ...(options.ai ? { ai: options.ai } : {}),
   });
   const server = createHttpServer(app, config);
   await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 2048 }, resolve));
@@ -102,6 +117,7 @@ export async function startTestServer(
     server,
     engine,
     logger,
+    billing,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -167,5 +183,32 @@ export function signupTokenFromLog(rawLog: string[]): string {
   return token;
 }
 
+export {
+  type FakeProvider,
+  type FakeRequest,
+  fakeOpenAi,
+  fakeReplicate,
+  gradientPng,
+  type OpenAiFakeMode,
+  type ReplicateFakeMode,
+} from './ai/fakes.ts';
+export { replicateProvider } from './ai/replicate.ts';
+/** A loopback fake of Stripe's API and hosted pages, for tests of paid plans. */
+export { type FakeStripe, type FakeStripeOptions, startFakeStripe } from './billing/fake-stripe.ts';
+/**
+ * A compress endpoint run by a hostile server (crafted Content-Disposition and X-Output-Format), for
+ * the clients' tests that they never write outside the folder they were given.
+ */
+export {
+  filesUnder,
+  HOSTILE_DISPOSITIONS,
+  HOSTILE_FORMATS,
+  type HostileServer,
+  startHostileServer,
+} from './hostile-server.ts';
 /** The batch worker, for tests that run jobs against a test server's queue and blob store. */
 export { startBatchWorker } from './jobs/worker.ts';
+/** The account password hash the web pages store, for tests that seed an account with a password. */
+export { hashPassword } from './web/passwords.ts';
+/** A cookie-keeping HTTP client for the web pages (sign-in, forms with their CSRF tokens). */
+export { Browser } from './web/test-browser.ts';

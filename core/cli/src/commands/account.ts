@@ -1,4 +1,13 @@
-import { applyPromo, createAccount, listApiKeys, planOf, quotaDay, requireAccount } from '@compresso/runtime';
+import {
+  applyPromo,
+  billingStore,
+  createAccount,
+  describeSubscription,
+  listApiKeys,
+  planOf,
+  quotaDay,
+  requireAccount,
+} from '@compresso/runtime';
 import type { Command } from 'commander';
 import { contextOf } from '../context.ts';
 import { cliConfig, dataDirOption, withDatabase, writeJson } from '../data.ts';
@@ -43,7 +52,9 @@ export function register(program: Command): void {
   dataDirOption(
     account
       .command('show')
-      .description('show an account: plan, today’s API usage, active keys')
+      .description(
+        'show an account: plan and where it comes from, subscription, today’s API usage, active keys',
+      )
       .argument('<account>', 'the account’s email or id')
       .option('--json', 'print JSON'),
   ).action(async (who: string, flags: { json?: boolean }, command: Command) => {
@@ -53,14 +64,36 @@ export function register(program: Command): void {
       const day = quotaDay();
       const used = await db.usageOn(found.id, day);
       const keys = (await listApiKeys(db, found.id)).length;
-      const view = { ...found, api: plan.api, day, used, limit: plan.dailyRequests, active_keys: keys };
+      const now = new Date().toISOString();
+      const billing = await billingStore(db).billingOf(found.id, now);
+      const sub = billing.subscription;
+      const view = {
+        ...found,
+        api: plan.api,
+        day,
+        used,
+        limit: plan.dailyRequests,
+        active_keys: keys,
+        plan_sources: billing.sources,
+        customer_id: billing.customerId,
+        subscription: sub && {
+          id: sub.id,
+          status: sub.status,
+          current_period_end: sub.currentPeriodEnd,
+          cancel_at_period_end: sub.cancelAtPeriodEnd,
+          grace_until: sub.graceUntil,
+        },
+      };
       if (flags.json) writeJson(command, view);
       else {
         const usage = plan.api
           ? `${used} of ${plan.dailyRequests} API requests today (UTC)`
           : 'no API access';
         contextOf(command).io.stdout.write(
-          `${found.email} (${found.id}): ${found.plan} plan, ${usage}, ${keys} active key(s), created ${found.createdAt}.\n`,
+          `${found.email} (${found.id}): ${found.plan} plan, ${usage}, ${keys} active key(s), created ${found.createdAt}.\n` +
+            `  plan source: ${billing.sources.length ? billing.sources.map((s) => (s === 'promo' ? 'promo code' : s)).join(' and ') : 'none'}\n` +
+            `  subscription: ${sub ? `${sub.id} ${sub.status}: ${describeSubscription(sub, now)}` : 'none'}\n` +
+            `  customer: ${billing.customerId ?? 'none'}\n`,
         );
       }
     });

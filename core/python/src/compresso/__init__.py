@@ -28,6 +28,11 @@ from .errors import (
     UnsupportedImageError,
 )
 from .models import (
+    AI_MODELS,
+    AltTextResult,
+    EditResult,
+    GenerateResult,
+    ImageFacts,
     COMPRESS_OPTION_FIELDS,
     DEFAULT_QUALITY,
     ERROR_STATUS,
@@ -78,6 +83,11 @@ __all__ = [
     "APITimeoutError",
     "InfoResult",
     "CompressResult",
+    "GenerateResult",
+    "EditResult",
+    "AltTextResult",
+    "ImageFacts",
+    "AI_MODELS",
     "BatchItem",
     "BatchResult",
     "ApiKey",

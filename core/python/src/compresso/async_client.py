@@ -30,7 +30,10 @@ from .client import (
 from ._jobs import DEFAULT_DOWNLOAD_CONCURRENCY, DEFAULT_POLL_INTERVAL
 from .errors import CompressoError
 from .models import (
+    AltTextResult,
     ApiKey,
+    EditResult,
+    GenerateResult,
     Job,
     JobDownload,
     BatchItem,
@@ -110,6 +113,18 @@ class AsyncCompresso:
             raise CompressoError("This client is closed.")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+
+    async def generate(self, prompt: str, *args: Any, **kwargs: Any) -> GenerateResult:
+        """See :meth:`Compresso.generate`."""
+        return await self._run(self._sync.generate, prompt, *args, **kwargs)
+
+    async def edit(self, path: ImageInput, instruction: str, *args: Any, **kwargs: Any) -> EditResult:
+        """See :meth:`Compresso.edit`."""
+        return await self._run(self._sync.edit, path, instruction, *args, **kwargs)
+
+    async def alt_text(self, path: ImageInput, *args: Any, **kwargs: Any) -> AltTextResult:
+        """See :meth:`Compresso.alt_text`."""
+        return await self._run(self._sync.alt_text, path, *args, **kwargs)
 
     async def compress(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -39,11 +40,14 @@ from ._version import __version__
 from ._wire import _SAFE_EXTENSION, _option_fields, _result_from_headers
 from .errors import APIConnectionError, APIError, CompressoError
 from .models import (
+    AltTextResult,
     ApiKey,
     BatchItem,
     BatchResult,
     CompressResult,
     CreatedApiKey,
+    EditResult,
+    GenerateResult,
     InfoResult,
     KeyRevocation,
     Quality,
@@ -234,6 +238,126 @@ class Compresso(_Transport):
                     on_progress(done, len(inputs), item)
         return BatchResult(items=tuple(i for i in items if i is not None))
 
+    def generate(
+        self,
+        prompt: str,
+        model: Optional[str] = None,
+        format: Optional[str] = None,
+        aspect_ratio: Optional[str] = None,
+        quality: Optional[Quality] = None,
+        *,
+        max_dimension: Optional[int] = None,
+        output_path: Optional[PathLike] = None,
+        overwrite: bool = True,
+        timeout: Optional[float] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> GenerateResult:
+        """An image from a text prompt, made by the server's AI provider (``model``: fast, photo,
+        design or icon) and compressed like :meth:`compress`. Written to ``output_path`` (a file, or a
+        folder for ``generated.EXT``) when given; otherwise the bytes are in ``data``. Without a
+        provider on the server: ServerError PROVIDER_NOT_CONFIGURED, never a placeholder image."""
+        body: dict = {"prompt": prompt}
+        for name, value in (
+            ("model", model),
+            ("output_format", format),
+            ("aspect_ratio", aspect_ratio),
+            ("quality", quality),
+            ("max_dimension", max_dimension),
+        ):
+            if value is not None:
+                body[name] = value
+        response = self._request(
+            "POST",
+            "/api/v1/generate",
+            body=json.dumps(body).encode("utf-8"),
+            headers={"Content-Type": "application/json"},
+            timeout=timeout,
+            idempotency_key=_idempotency_key(idempotency_key),
+        )
+        source = _Source(b"", "generated", None, "generated")
+        result = self._finish_compress(response, source, output_path, overwrite=overwrite, output_dir=None)
+        h = response.headers
+        return GenerateResult(
+            **_fields_of(result),
+            provider=h.get("x-ai-provider", ""),
+            model=h.get("x-ai-model", ""),
+            aspect_ratio=h.get("x-aspect-ratio", ""),
+            aspect_ratio_requested=h.get("x-aspect-ratio-requested"),
+        )
+
+    def edit(
+        self,
+        path: ImageInput,
+        instruction: str,
+        output: Optional[PathLike] = None,
+        quality: Optional[Quality] = None,
+        format: Optional[str] = None,
+        max_dimension: Optional[int] = None,
+        *,
+        overwrite: bool = False,
+        filename: Optional[str] = None,
+        timeout: Optional[float] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> EditResult:
+        """Edit an image by a plain-language instruction ("make it 800 wide and black and white").
+        The result lists the ``operations`` applied and the words ``unrecognized``; it is written to
+        ``output`` when given (nothing is written beside the input by default)."""
+        source = _read_input(path, filename)
+        if output is not None and not overwrite and not _is_folder(output):
+            if _same_file(os.fspath(output), source.path):
+                raise _onto_input(
+                    f"output: {os.fspath(output)!r} is the input itself; pass overwrite=True to replace it."
+                )
+        fields = _option_fields(quality, format, max_dimension, None, None)
+        fields.append(("instruction", instruction))
+        response = self._post_image("/api/v1/edit", source, fields, timeout, idempotency_key)
+        if "x-edit-operations" not in response.headers:
+            raise APIError(
+                "The server's answer lacks the X-Edit-Operations header.",
+                status=response.status,
+                request_id=response.headers.get("x-request-id"),
+                headers=response.headers,
+            )
+        target = source if output is not None else _Source(source.content, source.filename, None, source.label)
+        result = self._finish_compress(response, target, output, overwrite=overwrite, output_dir=None)
+        h = response.headers
+        return EditResult(
+            **_fields_of(result),
+            operations=tuple(_json_list(h.get("x-edit-operations"))),
+            unrecognized=tuple(_json_list(h.get("x-edit-unrecognized"))),
+            generated=tuple(_json_list(h.get("x-edit-generated"))),
+            provider=h.get("x-ai-provider"),
+            model=h.get("x-ai-model"),
+        )
+
+    def alt_text(
+        self,
+        path: ImageInput,
+        product_title: Optional[str] = None,
+        vendor: Optional[str] = None,
+        page_title: Optional[str] = None,
+        language: Optional[str] = None,
+        *,
+        filename: Optional[str] = None,
+        timeout: Optional[float] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> AltTextResult:
+        """Alt text for an image: written by the server's vision provider (``source == "provider"``)
+        or composed offline from the context and measured facts (``source == "offline"``)."""
+        source = _read_input(path, filename)
+        fields = [
+            (name, value)
+            for name, value in (
+                ("product_title", product_title),
+                ("vendor", vendor),
+                ("page_title", page_title),
+                ("language", language),
+            )
+            if value is not None
+        ]
+        response = self._post_image("/api/v1/alt-text", source, fields, timeout, idempotency_key)
+        return AltTextResult.from_json(response.json())
+
     def usage(self, *, timeout: Optional[float] = None) -> Usage:
         """The account's requests today (this one included), its limit and when it resets."""
         return Usage.from_json(self._request("GET", "/api/v1/usage", timeout=timeout).json())
@@ -337,6 +461,21 @@ class Compresso(_Transport):
                 )
             _write_atomically(destination, response.body)
         return _result_from_headers(response, source, destination, keep_data=destination is None)
+
+
+def _fields_of(result: CompressResult) -> dict:
+    return {f.name: getattr(result, f.name) for f in dataclasses.fields(CompressResult)}
+
+
+def _json_list(text: Optional[str]) -> list:
+    # The edit headers are JSON arrays (non-ASCII as \\u escapes); anything else reads as empty.
+    if text is None:
+        return []
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
 
 
 class Keys:

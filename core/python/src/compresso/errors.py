@@ -183,6 +183,9 @@ _BY_CODE: Dict[str, Type[CompressoError]] = {
     "IDEMPOTENCY_KEY_IN_USE": BadRequestError,
     # 422 like the image failures, but the request (a key reused for another one) is what to fix.
     "IDEMPOTENCY_KEY_REUSED": BadRequestError,
+    # 422: the prompt, instruction or image is what to change, not the image's bytes.
+    "CONTENT_POLICY_VIOLATION": BadRequestError,
+    "INSTRUCTION_NOT_UNDERSTOOD": BadRequestError,
     "REQUEST_TIMEOUT": APITimeoutError,
     "NOT_FOUND": NotFoundError,
     "FILE_TOO_LARGE": TooLargeError,
@@ -199,6 +202,9 @@ _BY_CODE: Dict[str, Type[CompressoError]] = {
     "SERVICE_UNAVAILABLE": ServerError,
     "PROVIDER_ERROR": ServerError,
     "PROVIDER_NOT_CONFIGURED": ServerError,
+    # 503 with Retry-After: retried like SERVICE_UNAVAILABLE.
+    "PROVIDER_RATE_LIMITED": ServerError,
+    "PROVIDER_TIMEOUT": ServerError,
 }
 
 

@@ -82,12 +82,16 @@ ERROR_STATUS: Dict[str, int] = {
     "PROCESSING_TIMEOUT": 422,
     "URL_FETCH_FAILED": 422,
     "IDEMPOTENCY_KEY_REUSED": 422,
+    "CONTENT_POLICY_VIOLATION": 422,
+    "INSTRUCTION_NOT_UNDERSTOOD": 422,
     "QUOTA_EXCEEDED": 429,
     "RATE_LIMITED": 429,
     "INTERNAL_ERROR": 500,
     "PROVIDER_NOT_CONFIGURED": 501,
     "SERVICE_UNAVAILABLE": 503,
     "PROVIDER_ERROR": 502,
+    "PROVIDER_RATE_LIMITED": 503,
+    "PROVIDER_TIMEOUT": 504,
 }
 
 
@@ -386,3 +390,69 @@ class JobDownload:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+#: Our four generation models; the server maps each to a model of its AI provider.
+AI_MODELS: Tuple[str, ...] = ("fast", "photo", "design", "icon")
+
+
+@dataclass(frozen=True)
+class GenerateResult(CompressResult):
+    """A generated image: the compression facts plus who made it. ``aspect_ratio`` is the ratio made
+    (the model's nearest to the one asked); ``aspect_ratio_requested`` is set when it differs."""
+
+    provider: str = ""
+    model: str = ""
+    aspect_ratio: str = ""
+    aspect_ratio_requested: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class EditResult(CompressResult):
+    """An edited image: the compression facts, the operations applied in order (each a dict such as
+    ``{"op": "resize", "width": 800}``), the words not understood, and the phrases a generative
+    provider carried out (with ``provider`` and ``model`` then)."""
+
+    operations: Tuple[Dict[str, Any], ...] = ()
+    unrecognized: Tuple[str, ...] = ()
+    generated: Tuple[str, ...] = ()
+    provider: Optional[str] = None
+    model: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    """What the server measured on the image itself."""
+
+    width: int
+    height: int
+    orientation: Literal["landscape", "portrait", "square"]
+    dominant_color: str
+    color_name: str
+    transparent: bool
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "ImageFacts":
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
+class AltTextResult:
+    """Alt text and where it came from: ``source`` is ``"provider"`` when a vision model saw the image,
+    ``"offline"`` when it was composed from the context and the measured ``facts`` (never describing
+    content nobody saw). ``basis`` lists what it was made from."""
+
+    alt: str
+    source: Literal["provider", "offline"]
+    language: str
+    basis: Tuple[str, ...]
+    facts: ImageFacts
+    provider: Optional[str] = None
+    model: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "AltTextResult":
+        known = _known(cls, data)
+        known["basis"] = tuple(known.get("basis", ()))
+        known["facts"] = ImageFacts.from_json(data["facts"])
+        return cls(**known)

@@ -1,5 +1,6 @@
 import type { Migration, MigrationSet } from '../database.ts';
 import { inOrder, migrationTable } from '../database.ts';
+import { IDEMPOTENCY_TABLE_SQL } from '../idempotency-store.ts';
 import type { SqliteConnection } from './connection.ts';
 
 /**
@@ -148,6 +149,12 @@ export const CORE_MIGRATIONS: readonly Migration[] = [
         last_success_at TEXT NOT NULL
       );
     `,
+  },
+  {
+    // Version 6: the idempotency store's table, now a store of the Database (db.idempotency); a
+    // database where it ran as a port of its own keeps its table and rows (see IDEMPOTENCY_TABLE_SQL).
+    version: 6,
+    sql: IDEMPOTENCY_TABLE_SQL.sqlite,
   },
 ];
 

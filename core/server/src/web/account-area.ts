@@ -13,6 +13,7 @@ import {
 import { isCompressoError } from '@compresso/schema';
 import type express from 'express';
 import type { Request, Response } from 'express';
+import { billingSection } from './account-billing.ts';
 import type { AccountPages } from './account-pages.ts';
 import { clientAddress, csrfInput, type Fields, field, minutes, str } from './forms.ts';
 import { escapeHtml, page, sendPage } from './layout.ts';
@@ -123,6 +124,13 @@ ${keyRows}
 </section>`;
 
     const notice = view.notice ? `<p class="notice" role="status">${escapeHtml(view.notice)}</p>` : '';
+    const billing = pages.billing
+      ? billingSection(
+          await pages.billing.store.billingOf(account.id, now.toISOString()),
+          csrf,
+          now.toISOString(),
+        )
+      : '';
     sendPage(
       res,
       page({
@@ -136,10 +144,12 @@ ${notice}
 <h2 id="plan-title">Plan: <span id="plan-name">${plan.id === 'pro' ? 'Pro' : 'Free'}</span></h2>
 ${usage}
 </section>
+${billing}
 ${promo}
 ${keysSection}`,
       }),
       view.status ?? 200,
+      pages.billing ? { formActionOrigins: pages.billing.redirectOrigins } : {},
     );
   };
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Config, Database, Logger } from '@compresso/runtime';
 import type express from 'express';
 import type { Request } from 'express';
+import type { Billing } from '../billing/billing.ts';
 import type { Mailer } from './mail.ts';
 import type { Sessions } from './session.ts';
 import type { createSignupLinks } from './signup-link.ts';
@@ -15,6 +16,8 @@ export interface AccountPages {
   /** Undefined without SMTP_URL: links then go to the server log. */
   mailer: Mailer | undefined;
   sessions: Sessions;
+  /** Paid Pro through Stripe; undefined without the STRIPE_* settings (then no page mentions payment). */
+  billing: Billing | undefined;
   signupLinks: ReturnType<typeof createSignupLinks>;
   /** Before every POST handler: the form body parser and the CSRF check. */
   guarded: express.RequestHandler[];

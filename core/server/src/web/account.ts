@@ -1,7 +1,9 @@
 import { join } from 'node:path';
 import type { Config, Database, Logger } from '@compresso/runtime';
 import express, { type Request } from 'express';
+import type { Billing } from '../billing/billing.ts';
 import { accountAreaRoutes } from './account-area.ts';
+import { billingPageRoutes } from './account-billing.ts';
 import type { AccountPages } from './account-pages.ts';
 import { loginRoutes } from './login.ts';
 import { createMailer, type Mailer } from './mail.ts';
@@ -21,6 +23,8 @@ export interface AccountDeps {
   mailer?: Mailer;
   /** The clock for throttle windows and expiries; tests pass a fixed one. Default: the system clock. */
   now?: () => Date;
+  /** Paid Pro through Stripe, when configured. */
+  billing?: Billing;
 }
 
 /**
@@ -45,6 +49,7 @@ export function accountRouter(deps: AccountDeps): express.Router {
     clock,
     mailer,
     sessions,
+    billing: deps.billing,
     signupLinks,
     guarded,
     baseUrl: (req: Request) => config.publicUrl ?? `${req.protocol}://${req.get('host')}`,
@@ -64,6 +69,7 @@ export function accountRouter(deps: AccountDeps): express.Router {
   loginRoutes(router, pages);
   resetRoutes(router, pages);
   accountAreaRoutes(router, pages);
+  if (deps.billing) billingPageRoutes(router, pages, deps.billing);
 
   // ---- static files shared by the pages ------------------------------------------------------
 

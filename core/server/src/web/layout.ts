@@ -83,8 +83,21 @@ ${options.body}
 }
 
 /** Send a page with the site's CSP; `no-store` because pages can hold account data or a one-time secret. */
-export function sendPage(res: Response, html: string, status = 200): void {
-  res.setHeader('Content-Security-Policy', PAGE_CSP);
+export function sendPage(
+  res: Response,
+  html: string,
+  status = 200,
+  options: { formActionOrigins?: readonly string[] } = {},
+): void {
+  // A page whose form is answered with a redirect to another site (Stripe Checkout) must name that
+  // site: browsers check form-action on every redirect of the submission.
+  const origins = options.formActionOrigins ?? [];
+  res.setHeader(
+    'Content-Security-Policy',
+    origins.length
+      ? PAGE_CSP.replace("form-action 'self'", `form-action 'self' ${origins.join(' ')}`)
+      : PAGE_CSP,
+  );
   if (!res.getHeader('Referrer-Policy')) res.setHeader('Referrer-Policy', 'same-origin');
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('X-Frame-Options', 'DENY');

@@ -86,12 +86,16 @@ class Compresso_Api_Client {
 		'PROCESSING_TIMEOUT'      => 422,
 		'URL_FETCH_FAILED'        => 422,
 		'IDEMPOTENCY_KEY_REUSED'  => 422,
+		'CONTENT_POLICY_VIOLATION' => 422,
+		'INSTRUCTION_NOT_UNDERSTOOD' => 422,
 		'QUOTA_EXCEEDED'          => 429,
 		'RATE_LIMITED'            => 429,
 		'INTERNAL_ERROR'          => 500,
 		'PROVIDER_NOT_CONFIGURED' => 501,
 		'SERVICE_UNAVAILABLE'     => 503,
 		'PROVIDER_ERROR'          => 502,
+		'PROVIDER_RATE_LIMITED'   => 503,
+		'PROVIDER_TIMEOUT'        => 504,
 	);
 
 	/** The clients' own codes, for failures that never reached an answer from the server. */

@@ -1,0 +1,17 @@
+export { type FixtureImage, fixtureImage } from './fixtures.ts';
+export { createFolderPlatform, type FolderPlatform, type FolderPlatformOptions } from './folder-platform.ts';
+export { type ManualClock, manualClock } from './manual-clock.ts';
+export {
+  createMemoryPlatform,
+  MEMORY_COSTS,
+  type MemoryPlatform,
+  type MemoryPlatformOptions,
+  type SeedAsset,
+} from './memory-platform.ts';
+export {
+  describePlatformPortBattery,
+  type PortHarness,
+  type PortHarnessFactory,
+  type PortSetup,
+  type SeedImage,
+} from './port-battery.ts';

@@ -1,0 +1,193 @@
+import { Compresso } from '@compresso/client';
+import {
+  backupStore,
+  type Clock,
+  costPacer,
+  createOptimizer,
+  type OptimizeOutcome,
+  type Optimizer,
+  type RestoreOutcome,
+  type SiteSettings,
+  systemClock,
+} from '@compresso/integration-kit';
+import type { BlobStore, Database, JobContext, JobQueue, Logger, QueueWorker } from '@compresso/runtime';
+import type { SessionStorage } from '@shopify/shopify-app-session-storage';
+import type { RestoreJob } from './admin.ts';
+import type { ShopifyConfig } from './config.ts';
+import type { ShopStore } from './shop-store.ts';
+import { type ShopifyApiHandle, shopifyPlatform } from './shopify-platform.ts';
+import { JOBS, type WebhookJob } from './webhooks.ts';
+
+export interface ShopifyWorkerDeps {
+  config: ShopifyConfig;
+  db: Database;
+  queue: JobQueue;
+  blobs: BlobStore;
+  logger: Logger;
+  shops: ShopStore;
+  sessions: SessionStorage;
+  api: ShopifyApiHandle;
+  clock?: Clock;
+  /** Downloads and uploads (default: global fetch). */
+  fetch?: typeof fetch;
+  /** Jobs at once (default: the runtime's COMPRESSO_WORKER_CONCURRENCY). */
+  concurrency?: number;
+}
+
+export interface ProductJobResult {
+  shop: string;
+  productId: string;
+  outcomes: { assetId: string; outcome: OptimizeOutcome }[];
+}
+
+export interface ShopifyWorker {
+  optimizer: Optimizer;
+  /** Put every image of these back to its original (restore one image, a product's, or a whole shop's). */
+  restore(shop: string, assetIds: readonly string[]): Promise<{ assetId: string; outcome: RestoreOutcome }[]>;
+  /** Every image of the shop the ledger has a backup for. */
+  restoreShop(shop: string): Promise<{ assetId: string; outcome: RestoreOutcome }[]>;
+  /** Stop taking jobs; jobs in flight finish first. */
+  close(): Promise<void>;
+  readonly running: QueueWorker;
+}
+
+/** The shop's settings as the kit's pipeline reads them. */
+export function siteSettings(settings: {
+  enabled: boolean;
+  quality: number | 'auto';
+  maxDimension: number | null;
+  keepExif: boolean;
+}): SiteSettings {
+  return {
+    enabled: settings.enabled,
+    quality: settings.quality,
+    ...(settings.maxDimension === null ? {} : { maxDimension: settings.maxDimension }),
+    stripExif: !settings.keepExif,
+  };
+}
+
+/**
+ * The app's queue worker: a product webhook's job runs the kit's optimize pipeline on each of the
+ * product's images through the Shopify adapter (fetch → back up → compress through the Compresso
+ * API with the shop's own key → replace in place when smaller → record). The products/update that
+ * our own replacement causes comes back as a job too; the ledger knows the bytes it wrote, so that
+ * job changes nothing (no loop). shop/redact's job erases the shop: ledger, backups, sessions, record.
+ */
+export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
+  const { shops, logger } = deps;
+  const clock = deps.clock ?? systemClock;
+  const port = shopifyPlatform({
+    api: deps.api,
+    sessions: deps.sessions,
+    pacer: costPacer({ clock }),
+    clock,
+    ...(deps.fetch ? { fetch: deps.fetch } : {}),
+  });
+  const backups = backupStore({ blobs: deps.blobs, prefix: 'shopify-backups' });
+  const clients = new Map<string, { key: string; client: Compresso }>();
+  // One optimizer per job: an optimizer is one lease owner, and the ledger lets an owner take its
+  // own lease again — two jobs sharing one (concurrency 2: a webhook and the self-caused one) would
+  // both work on the same image. Each job its own owner, so the second gets `busy`.
+  const makeOptimizer = () =>
+    createOptimizer({
+      db: deps.db,
+      backups,
+      port,
+      clock,
+      async client(shop) {
+        const key = await shops.key(shop);
+        if (!key) throw new Error(`${shop} has no Compresso key (connect one in the app)`);
+        const cached = clients.get(shop);
+        if (cached?.key === key) return cached.client;
+        const client = new Compresso(key, {
+          baseUrl: deps.config.compressoBaseUrl,
+          ...(deps.fetch ? { fetch: deps.fetch } : {}),
+        });
+        clients.set(shop, { key, client });
+        return client;
+      },
+      async settings(shop) {
+        const record = await shops.find(shop);
+        return record ? siteSettings(record.settings) : { enabled: false };
+      },
+    });
+  const optimizer = makeOptimizer();
+  const ledger = optimizer.ledger;
+
+  async function productJob(job: JobContext<WebhookJob>): Promise<ProductJobResult> {
+    const { shop, productId, mediaIds } = job.data;
+    const outcomes: ProductJobResult['outcomes'] = [];
+    if (!(await shops.isActive(shop))) {
+      logger.info({ shop, product: productId }, 'product job for a shop no longer installed: dropped');
+      return { shop, productId, outcomes };
+    }
+    let retry: string | undefined;
+    const mine = makeOptimizer();
+    for (const assetId of mediaIds) {
+      let outcome = await mine.optimize(shop, assetId, { signal: job.signal });
+      // Busy: another job holds the image (the webhook its own replacement caused, usually done in
+      // moments). Wait for it here rather than spend one of the job's attempts on it.
+      for (let wait = 100; outcome.kind === 'busy' && wait <= 10_000; wait *= 2) {
+        await clock.sleep(wait, job.signal);
+        outcome = await mine.optimize(shop, assetId, { signal: job.signal });
+      }
+      outcomes.push({ assetId, outcome });
+      if (outcome.kind === 'retry' || outcome.kind === 'busy') retry ??= `${assetId}: ${outcome.kind}`;
+      logger.info({ shop, product: productId, asset: assetId, outcome: outcome.kind }, 'image');
+    }
+    // A transient failure (Shopify or the API unavailable) runs the job again after the queue's
+    // backoff; what was settled stays settled (the ledger).
+    if (retry) throw new Error(`retry later: ${retry}`);
+    return { shop, productId, outcomes };
+  }
+
+  async function eraseShop(job: JobContext<{ shop: string }>): Promise<{ assets: number; backups: number }> {
+    const { shop } = job.data;
+    const backupsErased = await backups.eraseSite(shop);
+    const assets = await ledger.eraseSite(shop);
+    await shops.erase(shop);
+    logger.info({ shop, assets, backups: backupsErased }, 'shop erased (shop/redact)');
+    return { assets, backups: backupsErased };
+  }
+
+  const restore = async (shop: string, assetIds: readonly string[]) => {
+    const results: { assetId: string; outcome: RestoreOutcome }[] = [];
+    const mine = makeOptimizer();
+    for (const assetId of assetIds) {
+      // Busy: a job holds the image (often the products/update the previous restore caused, which
+      // finds nothing to do and lets go within moments). Wait for it rather than report a non-result.
+      let outcome = await mine.restore(shop, assetId);
+      for (let wait = 50; outcome.kind === 'busy' && wait <= 5000; wait *= 2) {
+        await clock.sleep(wait);
+        outcome = await mine.restore(shop, assetId);
+      }
+      results.push({ assetId, outcome });
+    }
+    return results;
+  };
+
+  async function restoreShop(shop: string) {
+    const ids: string[] = [];
+    for (let after: string | undefined; ; ) {
+      const page = await ledger.list(shop, { limit: 200, ...(after ? { after } : {}) });
+      ids.push(...page.filter((a) => a.backupKey).map((a) => a.assetId));
+      if (page.length < 200) break;
+      after = page[page.length - 1]?.assetId;
+    }
+    return restore(shop, ids);
+  }
+
+  async function restoreJob(job: JobContext<RestoreJob>) {
+    const { shop, assetIds } = job.data;
+    const results = assetIds === 'all' ? await restoreShop(shop) : await restore(shop, assetIds);
+    logger.info({ shop, images: results.length }, 'restore');
+    return results;
+  }
+
+  const running = deps.queue.work(
+    { [JOBS.product]: productJob, [JOBS.eraseShop]: eraseShop, [JOBS.restore]: restoreJob },
+    { concurrency: deps.concurrency ?? deps.config.workerConcurrency },
+  );
+
+  return { optimizer, running, restore, restoreShop, close: () => running.close() };
+}
