@@ -591,6 +591,8 @@ export function defineConfig<F extends ConfigFields>(definition: AppConfigDefini
       throw new ConfigError(
         result.error.issues.map((issue) => {
           const key = String(issue.path[0]);
+          // Not set at all: say so plainly instead of zod's "expected string, received undefined".
+          if (raw[key] === undefined) return `${source(key)}: required, not set`;
           const value = secrets.has(key) ? '[redacted]' : raw[key];
           return `${source(key)}: ${issue.message} (received ${JSON.stringify(withoutPassword(value))})`;
         }),

@@ -50,6 +50,10 @@ describe('the Shopify app’s settings', () => {
     ]) {
       expect(problems).toContain(name);
     }
+    // What is missing says so plainly (not zod's "expected string, received undefined").
+    expect(problems).toContain('SHOPIFY_API_KEY: required, not set');
+    expect(problems).toContain('COMPRESSO_BASE_URL: required, not set');
+    expect(problems).not.toContain('received undefined');
     expect(problems).not.toContain('short-secret');
     expect(problems).not.toContain('too-short-key');
     expect(problems).not.toContain('short-admin');
