@@ -85,6 +85,26 @@ export function describeQueueBattery(backend: string, open: () => Promise<JobQue
     );
 
     it(
+      'a delayed job is `delayed` until its time, then runs once',
+      withQueue(async (queue) => {
+        const worker = queue.work({ later: async (job: JobContext<{ n: number }>) => job.data.n * 2 });
+        const { id } = await queue.add('later', { n: 21 }, { jobId: 'later-1', delayMs: 300 });
+        expect((await queue.getJob(id))?.state).toBe('delayed');
+        expect(await queue.counts()).toMatchObject({ delayed: 1, waiting: 0 });
+        const done = await until(
+          () => queue.getJob(id),
+          (j) => j?.state === 'completed',
+        );
+        expect(done).toMatchObject({ result: 42, attemptsMade: 1 });
+        // Timers may fire a few ms early against the wall clock; a job that ignored the delay runs within ms.
+        expect((done?.processedAt ?? 0) - (done?.createdAt ?? Infinity)).toBeGreaterThanOrEqual(290);
+        await expect(queue.add('later', {}, { delayMs: -1 })).rejects.toThrow(/delayMs/);
+        await expect(queue.add('later', {}, { delayMs: 1.5 })).rejects.toThrow(/delayMs/);
+        await worker.close();
+      }),
+    );
+
+    it(
       'retries a failing job with exponential backoff until it succeeds',
       withQueue(async (queue) => {
         const events: QueueEvent[] = [];

@@ -4,6 +4,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import {
   type AddJobOptions,
   type CloseWorkerOptions,
+  checkDelay,
   checkJobId,
   type JobBackoff,
   type JobHandlers,
@@ -226,6 +227,10 @@ export function bullmqQueue(options: BullmqQueueOptions): JobQueue {
       out.attempts = opts.attempts;
     }
     if (opts.backoff) out.backoff = { type: opts.backoff.type, delay: opts.backoff.delayMs };
+    if (opts.delayMs !== undefined) {
+      checkDelay(opts.delayMs);
+      if (opts.delayMs > 0) out.delay = opts.delayMs;
+    }
     return out;
   };
 

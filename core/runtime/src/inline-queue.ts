@@ -4,6 +4,7 @@ import {
   type AddJobOptions,
   backoffDelay,
   type CloseWorkerOptions,
+  checkDelay,
   checkJobId,
   type JobBackoff,
   type JobHandlers,
@@ -135,8 +136,17 @@ export function inlineQueue(options: InlineQueueOptions = {}): JobQueue {
       createdAt: Date.now(),
       token: 0,
     };
+    if (opts.delayMs !== undefined) checkDelay(opts.delayMs);
     jobs.set(job.id, job);
-    waiting.push(job);
+    if (opts.delayMs) {
+      job.state = 'delayed';
+      job.timer = setTimeout(() => {
+        job.timer = undefined;
+        if (!closed) toWaiting(job);
+      }, opts.delayMs);
+    } else {
+      waiting.push(job);
+    }
     return { id: job.id };
   };
 

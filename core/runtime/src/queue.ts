@@ -31,6 +31,18 @@ export interface AddJobOptions {
   attempts?: number;
   /** Wait between attempts (default: the queue's, exponential from 1 s). */
   backoff?: JobBackoff;
+  /**
+   * Start no sooner than this many milliseconds from now (the job is `delayed` until then). For work
+   * that must wait for a known time, e.g. a quota's reset. Whole number ≥ 0; 0 is "now".
+   */
+  delayMs?: number;
+}
+
+/** Checks `delayMs` (both backends). */
+export function checkDelay(delayMs: number): void {
+  if (!Number.isInteger(delayMs) || delayMs < 0) {
+    throw new TypeError(`delayMs: expected a whole number of at least 0 (received ${delayMs})`);
+  }
 }
 
 /** What one job looks like to a producer or an operator. Times are milliseconds since the epoch. */

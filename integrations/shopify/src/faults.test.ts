@@ -70,4 +70,73 @@ describe('faults', () => {
     expect((await ledger.get(shop, accepted))?.state).toBe('optimized');
     expect(h.fake.file(accepted)!.bytes.length).toBeLessThan(originals[1]!.length);
   }, 240_000);
+  it('a CDN download that fails or is not an image: retried or failed with its reason, nothing replaced', async () => {
+    const shop = h.fake.addShop('cdn-faults');
+    await h.install(shop);
+    await h.app.app.shops.updateSettings(shop, { enabled: false, quality: 75 });
+    const originals = ['photo-mate-LadyBird.jpg', 'photo-mate-TwoWings.jpg', 'photo-skimage-rocket.jpg'].map(
+      (n) => readFileSync(new URL(n, CORPUS)),
+    );
+    const product = await h.fake.createProduct(shop, {
+      title: 'Flaky CDN',
+      images: originals.map((bytes, i) => ({ bytes, filename: `cdn-${i}.jpg` })),
+    });
+    const created = h.fake.deliveries.find((d) => d.body.includes(product.id))!;
+    await finished(webhookJobId(created.webhookId));
+    const [erroring, resetting, notImage] = product.mediaIds as [string, string, string];
+    h.fake.cdnFaults.set(erroring, 'error');
+    h.fake.cdnFaults.set(resetting, 'reset');
+    h.fake.cdnFaults.set(notImage, 'not-image');
+
+    await h.app.app.shops.updateSettings(shop, { enabled: true });
+    await h.fake.touchProduct(product.id, 'Flaky CDN, renamed');
+    const touched = h.fake.deliveries.filter((d) => d.body.includes(product.id)).at(-1)!;
+    const jobId = webhookJobId(touched.webhookId);
+    // The first attempt ends in a retry (the queue's backoff), not in the dead letter.
+    const firstTry = await new Promise<QueueEvent>((resolve) => {
+      const seen = events.find((e) => e.type === 'failed' && e.id === jobId);
+      if (seen) return resolve(seen);
+      const stop = h.app.queue.on((e) => {
+        if (e.type === 'failed' && e.id === jobId) {
+          stop();
+          resolve(e);
+        }
+      });
+    });
+    expect(firstTry).toMatchObject({ type: 'failed', attempt: 1, willRetry: true });
+    const ledger = h.app.app.worker!.optimizer.ledger;
+    const fiveHundred = await ledger.get(shop, erroring);
+    expect(fiveHundred?.state).not.toBe('failed');
+    expect(fiveHundred?.lastError).toContain('CDN answered 500');
+    const dropped = await ledger.get(shop, resetting);
+    expect(dropped?.state).not.toBe('failed');
+    expect(dropped?.lastError).toContain('CDN download failed');
+    // Not an image: recorded as failed with that reason, before anything was backed up or sent.
+    const refused = await ledger.get(shop, notImage);
+    expect(refused?.state).toBe('failed');
+    expect(refused?.lastError).toContain('not an image');
+    expect(refused?.backupKey ?? null).toBeNull();
+    expect(refused?.originalHash ?? null).toBeNull();
+    // Shopify still serves every original; nothing was half-replaced.
+    for (const [i, id] of product.mediaIds.entries()) {
+      expect(h.fake.file(id)?.version).toBe(1);
+      expect(h.fake.file(id)?.status).toBe('READY');
+      expect(h.fake.file(id)?.bytes.equals(originals[i]!)).toBe(true);
+    }
+
+    // The CDN recovers for two of them: the retry replaces those, the refused one stays as it was.
+    h.fake.cdnFaults.delete(erroring);
+    h.fake.cdnFaults.delete(resetting);
+    const end = await finished(jobId);
+    expect(end, JSON.stringify(events.filter((e) => e.type === 'failed'))).toMatchObject({
+      type: 'completed',
+    });
+    for (const [i, id] of [erroring, resetting].entries()) {
+      expect((await ledger.get(shop, id))?.state).toBe('optimized');
+      expect(h.fake.file(id)!.bytes.length).toBeLessThan(originals[i]!.length);
+    }
+    expect((await ledger.get(shop, notImage))?.state).toBe('failed');
+    expect(h.fake.file(notImage)?.bytes.equals(originals[2]!)).toBe(true);
+    h.fake.cdnFaults.clear();
+  }, 240_000);
 });

@@ -281,7 +281,15 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
     }
     if (response.status === 404) throw new PlatformError('NOT_FOUND', `CDN answered 404 for ${url}`);
     if (!response.ok) throw new PlatformError('UNAVAILABLE', `CDN answered ${response.status} for ${url}`);
-    return new Uint8Array(await response.arrayBuffer());
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    // Refused before anything is backed up or sent: bytes that are not an image (an edge's error page
+    // served with 200) must never become the "original".
+    if (!looksLikeImage(bytes))
+      throw new PlatformError(
+        'INVALID',
+        `CDN served ${bytes.byteLength} bytes that are not an image (${response.headers.get('content-type') ?? 'no content type'}) for ${url}`,
+      );
+    return bytes;
   }
 
   async function waitProcessed(shop: string, id: string, signal?: AbortSignal): Promise<MediaNode> {
@@ -547,4 +555,15 @@ function toPlatformError(
       cause: error,
     },
   );
+}
+
+/** The signatures of the image formats Shopify serves: JPEG, PNG, GIF, WebP, and HEIC/AVIF (ISO-BMFF `ftyp`). */
+export function looksLikeImage(bytes: Uint8Array): boolean {
+  const ascii = (from: number, to: number) => String.fromCharCode(...bytes.subarray(from, to));
+  if (bytes.length < 12) return false;
+  if (bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return true;
+  if (bytes[0] === 0x89 && ascii(1, 4) === 'PNG') return true;
+  if (ascii(0, 4) === 'GIF8') return true;
+  if (ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WEBP') return true;
+  return ascii(4, 8) === 'ftyp';
 }

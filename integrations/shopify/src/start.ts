@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { KIT_MIGRATIONS } from '@compresso/integration-kit';
+import { type Clock, KIT_MIGRATIONS } from '@compresso/integration-kit';
 import { type ProcessContext, type RunningProcess, startProcess } from '@compresso/runtime';
 import { createShopifyApp, type ShopifyApp } from './app.ts';
 import { loadShopifyConfig, type ShopifyConfig } from './config.ts';
@@ -17,6 +17,8 @@ export interface StartShopifyOptions {
   /** How the app reaches the Compresso API (default: global fetch). */
   fetch?: typeof fetch;
   handleSignals?: boolean;
+  /** The worker's clock (tests: a virtual one, which also drives the test API's quota day). */
+  clock?: Clock;
   /**
    * Run the queue worker in this process too. Default: yes on the embedded default (the in-process
    * queue has no other worker), no with REDIS_URL (run `npm run shopify:worker` processes).
@@ -36,6 +38,7 @@ function workerOn(
   context: ProcessContext<ShopifyConfig>,
   built: ShopifyApp,
   fetchImpl: typeof fetch | undefined,
+  clock: Clock | undefined,
 ): ShopifyWorker {
   const worker = startShopifyWorker({
     ...context,
@@ -43,6 +46,7 @@ function workerOn(
     sessions: built.sessions,
     api: built.shopify.api,
     ...(fetchImpl ? { fetch: fetchImpl } : {}),
+    ...(clock ? { clock } : {}),
   });
   context.onClose('worker', () => worker.close());
   return worker;
@@ -67,7 +71,9 @@ export function startShopifyApp(
       const built = createShopifyApp({ ...context, ...(options.fetch ? { fetch: options.fetch } : {}) });
       // Registered before the HTTP server, so it closes after it: no new webhooks, then the work in flight.
       const worker =
-        (options.worker ?? !context.config.redisUrl) ? workerOn(context, built, options.fetch) : undefined;
+        (options.worker ?? !context.config.redisUrl)
+          ? workerOn(context, built, options.fetch, options.clock)
+          : undefined;
       const server = built.app.listen(context.config.port, context.config.host);
       await once(server, 'listening');
       context.onClose('http server', async () => {
@@ -96,7 +102,7 @@ export function startShopifyWorkerProcess(
     handleSignals: options.handleSignals ?? true,
     async start(context) {
       const built = createShopifyApp({ ...context, ...(options.fetch ? { fetch: options.fetch } : {}) });
-      return workerOn(context, built, options.fetch);
+      return workerOn(context, built, options.fetch, options.clock);
     },
   });
 }

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Clock } from '@compresso/integration-kit';
 import type { RunningProcess } from '@compresso/runtime';
 import { startTestServer, type TestServer } from '@compresso/server/testing';
 import type { ShopifyConfig } from './config.ts';
@@ -51,13 +52,22 @@ export interface HarnessOptions {
    * own: the HTTP process only queues, and a second process — `npm run shopify:worker` — works.
    */
   redis?: boolean;
+  /** One clock for the app's worker and the Compresso server's quota day (a virtual one crosses midnight at once). */
+  clock?: Clock;
+  /** The Pro plan's daily limit on the Compresso server (shops are provisioned on Pro). */
+  dailyLimit?: number;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const dataDir = mkdtempSync(join(tmpdir(), 'compresso-shopify-'));
+  const clock = options.clock;
   const compresso = await startTestServer({
     dbPath: ':memory:',
-    overrides: options.noAdminToken ? {} : { adminToken: ADMIN_TOKEN },
+    ...(clock ? { now: () => new Date(clock.now()) } : {}),
+    overrides: {
+      ...(options.noAdminToken ? {} : { adminToken: ADMIN_TOKEN }),
+      ...(options.dailyLimit ? { proDailyLimit: options.dailyLimit } : {}),
+    },
   });
   let appUrl = '';
   const fake = await new FakeShopify({
@@ -87,10 +97,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       : {}),
     ...options.env,
   };
-  const app = await startShopifyApp({ handleSignals: false, env, overrides: options.overrides ?? {} });
-  const worker = options.redis
-    ? await startShopifyWorkerProcess({ handleSignals: false, env, overrides: options.overrides ?? {} })
-    : undefined;
+  const common = {
+    handleSignals: false,
+    env,
+    overrides: options.overrides ?? {},
+    ...(clock ? { clock } : {}),
+  };
+  const app = await startShopifyApp(common);
+  const worker = options.redis ? await startShopifyWorkerProcess(common) : undefined;
   appUrl = app.app.url;
   const resolve = (url: string) => fake.rewrite(url.startsWith(APP_URL) ? url.replace(APP_URL, appUrl) : url);
 

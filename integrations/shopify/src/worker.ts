@@ -38,7 +38,15 @@ export interface ProductJobResult {
   shop: string;
   productId: string;
   outcomes: { assetId: string; outcome: OptimizeOutcome }[];
+  /**
+   * The shop's Compresso quota ran out: these images wait (nothing failed, nothing spent) in a
+   * follow-up job, `delayed` in the queue until the quota's reset, which then runs by itself.
+   */
+  waiting?: { until: number; jobId: string; assetIds: string[] };
 }
+
+/** Least wait before a quota follow-up: the API's clock may be a moment behind ours at the reset. */
+export const QUOTA_RESET_MARGIN_MS = 1000;
 
 export interface ShopifyWorker {
   optimizer: Optimizer;
@@ -123,8 +131,24 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     }
     let retry: string | undefined;
     const mine = makeOptimizer();
-    for (const assetId of mediaIds) {
+    for (const [index, assetId] of mediaIds.entries()) {
       let outcome = await mine.optimize(shop, assetId, { signal: job.signal });
+      if (outcome.kind === 'quota') {
+        // The quota is the shop's: the rest would meet it too. They all wait for the reset in a job of
+        // their own, delayed until then; this one completes (nothing failed, no attempt spent).
+        outcomes.push({ assetId, outcome });
+        const waiting = await waitForQuota(job, mediaIds.slice(index), outcome.resetAt.getTime());
+        logger.info(
+          {
+            shop,
+            product: productId,
+            images: waiting.assetIds.length,
+            until: new Date(waiting.until).toISOString(),
+          },
+          'Compresso quota used up: images wait for its reset',
+        );
+        return { shop, productId, outcomes, waiting };
+      }
       // Busy: another job holds the image (the webhook its own replacement caused, usually done in
       // moments). Wait for it here rather than spend one of the job's attempts on it.
       for (let wait = 100; outcome.kind === 'busy' && wait <= 10_000; wait *= 2) {
@@ -139,6 +163,20 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     // backoff; what was settled stays settled (the ledger).
     if (retry) throw new Error(`retry later: ${retry}`);
     return { shop, productId, outcomes };
+  }
+
+  async function waitForQuota(
+    job: JobContext<WebhookJob>,
+    assetIds: string[],
+    until: number,
+  ): Promise<NonNullable<ProductJobResult['waiting']>> {
+    // One follow-up per job and reset: adding it again (this handler run twice) changes nothing.
+    const base = job.id.replace(/-quota-\d+(-r\d+)?$/, '');
+    let jobId = `${base}-quota-${until}`;
+    if (jobId === job.id) jobId = `${base}-quota-${until}-r${clock.now()}`; // the API still said the same reset
+    const delayMs = Math.max(QUOTA_RESET_MARGIN_MS, Math.ceil(until - clock.now()));
+    await deps.queue.add(JOBS.product, { ...job.data, mediaIds: assetIds }, { jobId, delayMs });
+    return { until, jobId, assetIds };
   }
 
   async function eraseShop(job: JobContext<{ shop: string }>): Promise<{ assets: number; backups: number }> {

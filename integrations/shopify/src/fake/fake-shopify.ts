@@ -153,6 +153,12 @@ export class FakeShopify {
   holdProcessing = false;
   /** Files whose next content change Shopify will reject (status FAILED), by file id. */
   readonly failNextUpdate = new Set<string>();
+  /**
+   * CDN faults by file id, until removed: `error` answers 500, `reset` drops the connection without
+   * an answer (as a refused or broken connection looks to fetch), `not-image` serves an HTML page
+   * with status 200 and the file's image content type (a misconfigured edge).
+   */
+  readonly cdnFaults = new Map<string, 'error' | 'reset' | 'not-image'>();
   /** GraphQL requests answered, THROTTLED ones included. */
   graphqlRequests = 0;
   throttledRequests = 0;
@@ -544,8 +550,21 @@ export class FakeShopify {
       send(res, 404, 'Not Found');
       return;
     }
-    res.writeHead(200, { 'content-type': file.mimeType, 'content-length': String(file.bytes.length) });
-    res.end(file.bytes);
+    const fault = this.cdnFaults.get(file.id);
+    if (fault === 'error') {
+      send(res, 500, 'Internal Server Error');
+      return;
+    }
+    if (fault === 'reset') {
+      res.socket?.destroy();
+      return;
+    }
+    const bytes =
+      fault === 'not-image'
+        ? Buffer.from('<!doctype html><title>Bad gateway</title><p>Try again.</p>\n')
+        : file.bytes;
+    res.writeHead(200, { 'content-type': file.mimeType, 'content-length': String(bytes.length) });
+    res.end(bytes);
   }
 
   // ---------------------------------------------------------------- GraphQL resolvers

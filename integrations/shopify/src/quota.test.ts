@@ -1,0 +1,93 @@
+import { readFileSync } from 'node:fs';
+import { manualClock } from '@compresso/integration-kit/testing';
+import type { QueueEvent } from '@compresso/runtime';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Harness, startHarness } from './test-harness.ts';
+import { webhookJobId } from './webhooks.ts';
+import type { ProductJobResult } from './worker.ts';
+
+const CORPUS = new URL('../../../../shared/corpus/', import.meta.url);
+const MIDNIGHT = Date.parse('2026-11-27T00:00:00.000Z');
+
+// One virtual clock for the worker and the Compresso server's quota day: a second before midnight,
+// so the quota's reset is a second away (the follow-up job's delay in the queue is real time).
+const clock = manualClock(MIDNIGHT - 1000);
+let h: Harness;
+const events: QueueEvent[] = [];
+beforeAll(async () => {
+  // One job at a time: the self-caused webhooks' jobs run after the one under test, not beside it.
+  h = await startHarness({ clock, dailyLimit: 2, overrides: { workerConcurrency: 1 } });
+  h.app.queue.on((event) => events.push(event));
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+/** The job's end, waited for on the queue's own events. */
+function finished(id: string): Promise<QueueEvent> {
+  const done = (e: QueueEvent) =>
+    (e.type === 'completed' || (e.type === 'failed' && !e.willRetry)) && e.id === id;
+  const seen = events.find(done);
+  if (seen) return Promise.resolve(seen);
+  return new Promise((resolve) => {
+    const stop = h.app.queue.on((e) => {
+      if (done(e)) {
+        stop();
+        resolve(e);
+      }
+    });
+  });
+}
+
+describe('the Compresso quota runs out during auto-compression', () => {
+  it('the rest wait for the reset in a delayed job, nothing failed or lost, and go through by themselves', async () => {
+    const shop = h.fake.addShop('quota');
+    await h.install(shop);
+    await h.app.app.shops.updateSettings(shop, { enabled: true, quality: 75 });
+    const originals = [
+      'photo-mate-LadyBird.jpg',
+      'photo-mate-Dune.jpg',
+      'photo-mate-TwoWings.jpg',
+      'photo-skimage-hubble_deep_field.jpg',
+    ].map((n) => readFileSync(new URL(n, CORPUS)));
+    const product = await h.fake.createProduct(shop, {
+      title: 'Quota',
+      images: originals.map((bytes, i) => ({ bytes, filename: `quota-${i}.jpg` })),
+    });
+    const done = product.mediaIds.slice(0, 2);
+    const rest = product.mediaIds.slice(2);
+    const created = h.fake.deliveries.find((d) => d.body.includes(product.id))!;
+    const createdJob = webhookJobId(created.webhookId);
+    const end = await finished(createdJob);
+    expect(end.type).toBe('completed');
+
+    // The day's two compressions went to the first two images; the others wait for midnight.
+    const job = await h.app.queue.getJob<unknown, ProductJobResult>(createdJob);
+    expect(job?.result?.outcomes.map((o) => o.outcome.kind)).toEqual(['optimized', 'optimized', 'quota']);
+    const waiting = job?.result?.waiting;
+    expect(waiting).toMatchObject({ until: MIDNIGHT, assetIds: rest });
+    const followUp = await h.app.queue.getJob(waiting!.jobId);
+    expect(followUp?.state).toBe('delayed');
+    const ledger = h.app.app.worker!.optimizer.ledger;
+    for (const [i, id] of rest.entries()) {
+      expect((await ledger.get(shop, id))?.state ?? 'not yet seen').not.toBe('failed');
+      expect(h.fake.file(id)?.version).toBe(1);
+      expect(h.fake.file(id)?.bytes.equals(originals[i + 2]!)).toBe(true);
+    }
+    for (const id of done) expect((await ledger.get(shop, id))?.state).toBe('optimized');
+
+    // Midnight on the shared clock; the follow-up starts by itself when its delay is over.
+    clock.advance(MIDNIGHT - clock.now() + 1);
+    const resumed = await finished(waiting!.jobId);
+    expect(resumed, JSON.stringify(events.filter((e) => e.type === 'failed'))).toMatchObject({
+      type: 'completed',
+    });
+    for (const [i, id] of rest.entries()) {
+      const record = await ledger.get(shop, id);
+      expect(record?.state, record?.lastError ?? '').toBe('optimized');
+      expect(h.fake.file(id)!.bytes.length).toBeLessThan(originals[i + 2]!.length);
+    }
+    // No job failed for good on the way (the quota is not a failure).
+    expect(events.filter((e) => e.type === 'failed' && !e.willRetry)).toEqual([]);
+  }, 120_000);
+});
