@@ -156,9 +156,12 @@ export class FakeShopify {
   /**
    * CDN faults by file id, until removed: `error` answers 500, `reset` drops the connection without
    * an answer (as a refused or broken connection looks to fetch), `not-image` serves an HTML page
-   * with status 200 and the file's image content type (a misconfigured edge).
+   * with status 200 and the file's image content type (a misconfigured edge). An `error` or `reset`
+   * fails the first download of the file; later downloads wait until the fault is removed and then
+   * succeed, so a test can look at the state after the first failure before any retry gets through,
+   * however slow the machine (no race with the queue's backoff).
    */
-  readonly cdnFaults = new Map<string, 'error' | 'reset' | 'not-image'>();
+  readonly cdnFaults = new CdnFaults();
   /** GraphQL requests answered, THROTTLED ones included. */
   graphqlRequests = 0;
   throttledRequests = 0;
@@ -543,14 +546,18 @@ export class FakeShopify {
     send(res, 201, '<PostResponse></PostResponse>', { 'content-type': 'application/xml' });
   }
 
-  private cdn(parts: string[], res: ServerResponse): void {
+  private async cdn(parts: string[], res: ServerResponse): Promise<void> {
     // /cdn/<shop>/files/<n>/<filename>
     const file = this.files.get(`gid://shopify/MediaImage/${parts[3]}`);
     if (!file || file.shop !== parts[1]) {
       send(res, 404, 'Not Found');
       return;
     }
-    const fault = this.cdnFaults.get(file.id);
+    let fault = this.cdnFaults.get(file.id);
+    if ((fault === 'error' || fault === 'reset') && !this.cdnFaults.firstFailure(file.id)) {
+      await this.cdnFaults.lifted(file.id);
+      fault = this.cdnFaults.get(file.id);
+    }
     if (fault === 'error') {
       send(res, 500, 'Internal Server Error');
       return;
@@ -1073,4 +1080,47 @@ export class FakeShopify {
 /** `https://` + host: the app URL the fake's webhook subscriptions must use (Shopify refuses http). */
 export function isHttpsUrl(url: string): boolean {
   return url.startsWith('https://');
+}
+
+type CdnFault = 'error' | 'reset' | 'not-image';
+
+/** The fake CDN's faults by file id (see FakeShopify.cdnFaults). */
+export class CdnFaults extends Map<string, CdnFault> {
+  readonly #failedOnce = new Set<string>();
+  readonly #waiting = new Map<string, (() => void)[]>();
+
+  /** True the first time a file's fault is met (that download fails); false afterwards. */
+  firstFailure(id: string): boolean {
+    if (this.#failedOnce.has(id)) return false;
+    this.#failedOnce.add(id);
+    return true;
+  }
+
+  /** Resolves once the file has no fault any more. */
+  lifted(id: string): Promise<void> {
+    if (!this.has(id)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const list = this.#waiting.get(id) ?? [];
+      list.push(resolve);
+      this.#waiting.set(id, list);
+    });
+  }
+
+  override set(id: string, fault: CdnFault): this {
+    this.#failedOnce?.delete(id);
+    return super.set(id, fault);
+  }
+
+  override delete(id: string): boolean {
+    const had = super.delete(id);
+    for (const wake of this.#waiting.get(id) ?? []) wake();
+    this.#waiting.delete(id);
+    return had;
+  }
+
+  override clear(): void {
+    const ids = [...this.keys()];
+    super.clear();
+    for (const id of ids) this.delete(id);
+  }
 }
