@@ -149,6 +149,10 @@ describe('the Pro panel without an AI provider', () => {
       details: { unrecognized: ['pop'] },
     });
 
+    const get = await fetch(`${server.url}/web/edit`, { headers: { cookie } });
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+
     const gen = await generate(server.url, pro.headers, { prompt: 'a lighthouse at dusk' });
     expect(gen.status).toBe(501);
     expect(((await gen.json()) as ErrorBody).error.code).toBe('PROVIDER_NOT_CONFIGURED');

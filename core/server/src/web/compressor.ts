@@ -475,7 +475,7 @@ export function compressorRouter(deps: CompressorDeps): express.Router {
     },
   );
 
-  router.all('/web/compress', (req, res) => {
+  router.all(['/web/compress', '/web/edit', '/web/generate'], (req, res) => {
     res.setHeader('Allow', 'POST');
     sendError(
       res,
