@@ -242,11 +242,12 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   registerOperatorRoutes(routes, { db, logger, adminToken: config.adminToken });
+  const ai = 'ai' in deps ? deps.ai : aiProviderFromConfig(config);
   registerAiRoutes(routes, {
     engine,
     config,
     logger,
-    provider: 'ai' in deps ? deps.ai : aiProviderFromConfig(config),
+    provider: ai,
     auth: authIdempotent,
     idempotency,
     continueBody,
@@ -273,7 +274,7 @@ export function createApp(deps: AppDeps): express.Express {
   if (billing) app.use(stripeWebhookRouter(billing, logger));
   // First of the web routers: its session middleware sets res.locals.session for the ones after it.
   app.use(accountRouter({ db, logger, config, now, ...(billing ? { billing } : {}) }));
-  app.use(compressorRouter({ engine, db, logger, config, uploadLimits, now }));
+  app.use(compressorRouter({ engine, db, logger, config, uploadLimits, now, ai }));
   // After the session middleware, so the reference's navigation shows who is signed in.
   const docsBody = docsContent(document);
   routes.add('docs', (_req, res) => {

@@ -15,18 +15,23 @@ import {
   secondsUntilReset,
 } from '@compresso/runtime';
 import {
+  AI_MODELS,
   COMPRESS_OPTIONS,
   type CompressOptionName,
   CompressoError,
   INPUT_EXTENSIONS,
   INPUT_FORMATS,
   INPUT_MIME_TYPES,
+  INSTRUCTION_MAX,
   OUTPUT_FORMATS,
   type OutputFormat,
+  PROMPT_MAX,
   type ResultHeaderField,
 } from '@compresso/schema';
 import express, { type Request, type RequestHandler, type Response } from 'express';
-import { compressUpload, sendCompressed } from '../compress-response.ts';
+import type { AiProvider } from '../ai/provider.ts';
+import { editImage, generateImage } from '../ai/routes.ts';
+import { compressUpload, readImageUpload, sendCompressed } from '../compress-response.ts';
 import { sendError } from '../errors.ts';
 import type { UploadLimits } from '../multipart.ts';
 import { page, sendPage } from './layout.ts';
@@ -41,6 +46,8 @@ export interface CompressorDeps {
   uploadLimits: UploadLimits;
   /** The clock the allowance's day is read from (the app's, shared with the API quota). */
   now?: () => Date;
+  /** The AI provider of the API's /generate and /edit, shared by the Pro panel; none: no generate form. */
+  ai?: AiProvider | undefined;
 }
 
 /**
@@ -178,6 +185,8 @@ interface AllowanceView {
   used: number;
   resetsInSeconds: number;
   signedIn: boolean;
+  /** Signed in on a plan with the API: the edit and generate panel; `generate` says whether a provider is set up. */
+  aiPanel?: { generate: boolean };
 }
 
 function describeReset(seconds: number): string {
@@ -199,6 +208,62 @@ function allowanceHtml(view: AllowanceView, proDailyLimit: number): string {
     ? `<a href="/account">Activate Pro</a> for ${proDailyLimit} a day.`
     : `<a href="/signup">Sign up</a> and activate Pro for ${proDailyLimit} a day.`;
   return `<p id="allowance" class="allowance${left === 0 ? ' is-exhausted' : ''}">Free allowance: ${left} of ${view.limit} images left today (${reset}). ${upgrade}</p>`;
+}
+
+/** Generate's model choices, as the contract names them. */
+const PANEL_MODELS = AI_MODELS;
+
+/**
+ * The Pro panel: edit one image by an instruction, and generate one from a prompt. Only signed-in
+ * accounts whose plan has the API see it; without an AI provider the generate form is replaced by a note.
+ */
+export function aiPanelHtml(panel: { generate: boolean }): string {
+  const generate = panel.generate
+    ? `<form id="generate-form" class="ai-form">
+    <h3>Generate</h3>
+    <div class="field">
+      <label for="gen-prompt">Prompt</label>
+      <textarea id="gen-prompt" name="prompt" required maxlength="${PROMPT_MAX}" rows="2" placeholder="a lighthouse at dusk"></textarea>
+    </div>
+    <div class="field">
+      <label for="gen-model">Model</label>
+      <select id="gen-model" name="model">
+${PANEL_MODELS.map((model) => `        <option value="${model}">${model}</option>`).join('\n')}
+      </select>
+    </div>
+    <div class="field">
+      <label for="gen-format">Format</label>
+      <select id="gen-format" name="output_format">
+${PAGE_OUTPUT_FORMATS.map((format) => `        <option value="${format}">${FORMAT_LABELS[format]}</option>`).join('\n')}
+      </select>
+    </div>
+    <button type="submit">Generate</button>
+  </form>`
+    : '<p id="generate-note" class="note">Image generation is not set up on this server (it needs an AI provider). Editing by instruction works without one.</p>';
+  return `<section id="ai-panel" class="ai-panel" aria-labelledby="ai-title">
+  <h2 id="ai-title">Edit and generate (Pro)</h2>
+  <p class="lead">Each counts as one request of your daily quota, like the API's /edit and /generate.</p>
+  <form id="edit-form" class="ai-form">
+    <h3>Edit</h3>
+    <div class="field">
+      <label for="edit-file">Image</label>
+      <input type="file" id="edit-file" name="file" required accept="${ACCEPT}">
+    </div>
+    <div class="field">
+      <label for="edit-instruction">Instruction</label>
+      <input type="text" id="edit-instruction" name="instruction" required maxlength="${INSTRUCTION_MAX}" placeholder="make it 800 wide, black and white, convert to webp">
+    </div>
+    <button type="submit">Edit</button>
+  </form>
+  ${generate}
+  <p id="ai-status" class="status" role="status" aria-live="polite"></p>
+  <div id="ai-result" class="ai-result" hidden>
+    <img id="ai-image" alt="The result">
+    <p><a id="ai-download" download>Download</a> <span id="ai-facts"></span></p>
+    <p id="ai-operations"></p>
+    <p id="ai-unrecognized"></p>
+  </div>
+</section>`;
 }
 
 /** The page's main content; the site layout (web/layout.ts) wraps it. */
@@ -249,7 +314,7 @@ ${allowanceHtml(view, config.proDailyLimit)}
   <button type="button" id="clear-results" class="secondary" disabled>Clear results</button>
 </div>
 <ol id="results" class="results" aria-label="Compressed images"></ol>
-</section>`;
+</section>${view.aiPanel ? `\n${aiPanelHtml(view.aiPanel)}` : ''}`;
 }
 
 export function compressorRouter(deps: CompressorDeps): express.Router {
@@ -308,6 +373,7 @@ export function compressorRouter(deps: CompressorDeps): express.Router {
       used: await allowance.used(),
       resetsInSeconds: secondsUntilReset(now),
       signedIn: accountOf(res) !== undefined,
+      ...(allowance.kind === 'account' ? { aiPanel: { generate: deps.ai !== undefined } } : {}),
     };
     sendPage(
       res,
@@ -317,16 +383,18 @@ export function compressorRouter(deps: CompressorDeps): express.Router {
         session: sessionOf(res),
         body: compressorContent(view, config),
         styles: ['/static/compressor.css'],
-        scripts: ['/static/compressor.js'],
+        scripts: view.aiPanel ? ['/static/compressor.js', '/static/ai-panel.js'] : ['/static/compressor.js'],
         // Signed out, this also sets the cmp_csrf cookie the token is bound to.
         csrfToken: await csrfToken(req, res),
       }),
     );
   });
 
-  router.post('/web/compress', sameSiteOnly, verifyCsrf, async (req, res) => {
-    const now = clock();
-    const allowance = await allowanceFor(req, res, now);
+  /**
+   * Count one request against the allowance (or refuse: no allowance, or used up), with the
+   * RateLimit headers; a 5xx answer gives it back, as on the API.
+   */
+  const charge = async (allowance: Awaited<ReturnType<typeof allowanceFor>>, now: Date, res: Response) => {
     const reset = secondsUntilReset(now);
     const resetsAt = nextReset(now).toISOString();
     res.setHeader('X-Allowance', allowance.kind);
@@ -357,6 +425,12 @@ export function compressorRouter(deps: CompressorDeps): express.Router {
         allowance.refund().catch((err) => logger.error({ err }, 'allowance refund failed'));
       }
     });
+  };
+
+  router.post('/web/compress', sameSiteOnly, verifyCsrf, async (req, res) => {
+    const now = clock();
+    const allowance = await allowanceFor(req, res, now);
+    await charge(allowance, now, res);
     const { upload, output } = await compressUpload(engine, req, res, {
       ...uploadLimits,
       owner: allowance.owner,
@@ -364,7 +438,44 @@ export function compressorRouter(deps: CompressorDeps): express.Router {
     sendCompressed(res, upload, output);
   });
 
-  router.all('/web/compress', (req, res) => {
+  const work = { engine, config, provider: deps.ai };
+  /** The Pro panel's routes: an account whose plan has the API, counted on its quota like the API. */
+  const proOnly = async (req: Request, res: Response) => {
+    const now = clock();
+    const allowance = await allowanceFor(req, res, now);
+    if (allowance.kind !== 'account')
+      throw new CompressoError(
+        'PLAN_REQUIRED',
+        accountOf(res)
+          ? 'Editing and generating on this page are part of the Pro plan: activate Pro in the account area.'
+          : 'Editing and generating on this page are part of the Pro plan: sign in with a Pro account.',
+        { details: { required: 'pro' } },
+      );
+    await charge(allowance, now, res);
+    return allowance;
+  };
+
+  router.post('/web/edit', sameSiteOnly, verifyCsrf, async (req, res) => {
+    const allowance = await proOnly(req, res);
+    const upload = await readImageUpload(req, res, { ...uploadLimits, owner: allowance.owner });
+    await editImage(work, upload, res);
+  });
+
+  router.post(
+    '/web/generate',
+    sameSiteOnly,
+    verifyCsrf,
+    async (req, res, next) => {
+      await proOnly(req, res);
+      next();
+    },
+    express.json({ limit: '64kb', strict: true }),
+    async (req, res) => {
+      await generateImage(work, req.body ?? {}, res);
+    },
+  );
+
+  router.all(['/web/compress', '/web/edit', '/web/generate'], (req, res) => {
     res.setHeader('Allow', 'POST');
     sendError(
       res,
@@ -374,7 +485,7 @@ export function compressorRouter(deps: CompressorDeps): express.Router {
   });
 
   const staticDir = join(import.meta.dirname, 'static');
-  for (const file of ['compressor.js', 'compressor.css']) {
+  for (const file of ['compressor.js', 'compressor.css', 'ai-panel.js']) {
     router.get(`/static/${file}`, (_req, res) => {
       res.setHeader('Cache-Control', 'no-cache');
       res.sendFile(join(staticDir, file));
