@@ -11,8 +11,11 @@ describe('without an API key', () => {
     try {
       const { tools } = await mcp.client.listTools();
       expect(tools.map((t) => t.name).sort()).toEqual([
+        'alt_text',
         'compress_batch',
         'compress_image',
+        'edit_image',
+        'generate_image',
         'get_usage',
         'image_info',
       ]);
@@ -21,6 +24,9 @@ describe('without an API key', () => {
         ['image_info', { file_path: PHOTO }],
         ['compress_batch', { file_paths: [PHOTO] }],
         ['get_usage', {}],
+        ['generate_image', { prompt: 'a paper boat', output_path: '/tmp/compresso-mcp-setup-boat.png' }],
+        ['edit_image', { file_path: PHOTO, instruction: 'rotate left' }],
+        ['alt_text', { file_path: PHOTO }],
       ];
       for (const [name, args] of calls) {
         const result = await mcp.call(name, args);
@@ -35,7 +41,7 @@ describe('without an API key', () => {
       }
       // Said once at start (on stderr in the binary), then once per refused call.
       expect(mcp.logs[0]).toContain('No API key');
-      expect(mcp.logs.filter((l) => l.includes('MISSING_API_KEY'))).toHaveLength(4);
+      expect(mcp.logs.filter((l) => l.includes('MISSING_API_KEY'))).toHaveLength(calls.length);
     } finally {
       await mcp.close();
     }
