@@ -123,6 +123,25 @@ function facts(result: CompressResult) {
   }
   return out as Omit<InfoResult, 'frames'>;
 }
+/**
+ * A tool's answer for an image it wrote: the summary line, the structured result as text, and the
+ * image itself when asked for and small enough to display.
+ */
+function imageAnswer<S extends Record<string, unknown>>(
+  text: string,
+  structured: S,
+  result: { outputSize: number; contentType: string; data: Buffer },
+  includeImage: boolean | undefined,
+): { content: CallToolResult['content']; structuredContent: S } {
+  const content: CallToolResult['content'] = [
+    { type: 'text', text },
+    { type: 'text', text: JSON.stringify(structured) },
+  ];
+  if (includeImage && result.outputSize <= IMAGE_CONTENT_LIMIT && DISPLAYABLE.has(result.contentType)) {
+    content.push({ type: 'image', data: result.data.toString('base64'), mimeType: result.contentType });
+  }
+  return { content, structuredContent: structured };
+}
 
 function summary(source: string, result: CompressResult): string {
   const saved = result.optimized
@@ -258,18 +277,7 @@ export function createCompressoMcpServer(options: CompressoMcpOptions = {}): Mcp
           output_path: String(result.outputPath),
           ...facts(result),
         };
-        const content: CallToolResult['content'] = [
-          { type: 'text', text: summary(input.path, result) },
-          { type: 'text', text: JSON.stringify(structured) },
-        ];
-        if (
-          args.include_image &&
-          result.outputSize <= IMAGE_CONTENT_LIMIT &&
-          DISPLAYABLE.has(result.contentType)
-        ) {
-          content.push({ type: 'image', data: result.data.toString('base64'), mimeType: result.contentType });
-        }
-        return { content, structuredContent: structured };
+        return imageAnswer(summary(input.path, result), structured, result, args.include_image);
       }),
   );
 
@@ -490,21 +498,12 @@ export function createCompressoMcpServer(options: CompressoMcpOptions = {}): Mcp
           ...(result.aspectRatioRequested ? { aspect_ratio_requested: result.aspectRatioRequested } : {}),
           ...facts(result),
         };
-        const content: CallToolResult['content'] = [
-          {
-            type: 'text',
-            text: `Generated ${result.outputPath}: ${result.width}×${result.height} ${result.format}, ${formatBytes(result.outputSize)}, by ${result.provider} ${result.model} at ${result.aspectRatio}${result.aspectRatioRequested ? ` (nearest to ${result.aspectRatioRequested})` : ''}.`,
-          },
-          { type: 'text', text: JSON.stringify(structured) },
-        ];
-        if (
-          args.include_image &&
-          result.outputSize <= IMAGE_CONTENT_LIMIT &&
-          DISPLAYABLE.has(result.contentType)
-        ) {
-          content.push({ type: 'image', data: result.data.toString('base64'), mimeType: result.contentType });
-        }
-        return { content, structuredContent: structured };
+        return imageAnswer(
+          `Generated ${result.outputPath}: ${result.width}×${result.height} ${result.format}, ${formatBytes(result.outputSize)}, by ${result.provider} ${result.model} at ${result.aspectRatio}${result.aspectRatioRequested ? ` (nearest to ${result.aspectRatioRequested})` : ''}.`,
+          structured,
+          result,
+          args.include_image,
+        );
       }),
   );
 
@@ -564,21 +563,12 @@ export function createCompressoMcpServer(options: CompressoMcpOptions = {}): Mcp
           ...facts(result),
         };
         const did = result.operations.map((op) => JSON.stringify(op)).join(', ') || 'nothing';
-        const content: CallToolResult['content'] = [
-          {
-            type: 'text',
-            text: `${input.path} → ${written}: ${result.width}×${result.height} ${result.format}, ${formatBytes(result.outputSize)}. Applied: ${did}.${result.generated.length ? ` Done by ${result.provider} ${result.model}: ${result.generated.join('; ')}.` : ''}${result.unrecognized.length ? ` Not understood: ${result.unrecognized.join(', ')}.` : ''}`,
-          },
-          { type: 'text', text: JSON.stringify(structured) },
-        ];
-        if (
-          args.include_image &&
-          result.outputSize <= IMAGE_CONTENT_LIMIT &&
-          DISPLAYABLE.has(result.contentType)
-        ) {
-          content.push({ type: 'image', data: result.data.toString('base64'), mimeType: result.contentType });
-        }
-        return { content, structuredContent: structured };
+        return imageAnswer(
+          `${input.path} → ${written}: ${result.width}×${result.height} ${result.format}, ${formatBytes(result.outputSize)}. Applied: ${did}.${result.generated.length ? ` Done by ${result.provider} ${result.model}: ${result.generated.join('; ')}.` : ''}${result.unrecognized.length ? ` Not understood: ${result.unrecognized.join(', ')}.` : ''}`,
+          structured,
+          result,
+          args.include_image,
+        );
       }),
   );
 
