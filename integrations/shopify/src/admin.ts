@@ -3,6 +3,7 @@ import { assetLedger } from '@compresso/integration-kit';
 import type { Database, JobQueue } from '@compresso/runtime';
 import express, { type Request, type Response } from 'express';
 import { z } from 'zod';
+import { type AdminBulkDeps, adminBulkRouter } from './admin-bulk.ts';
 import { ShopSettingsSchema, type ShopStore } from './shop-store.ts';
 import type { Session } from './shopify-lib.ts';
 import { JOBS } from './webhooks.ts';
@@ -53,22 +54,25 @@ function badRequest(res: Response, message: string, details: unknown) {
  * the connection, the settings, the last optimized images with their savings, and restore (queued:
  * it runs in the worker, wherever that is).
  */
-export function adminRouter(deps: {
-  db: Database;
-  queue: JobQueue;
-  shops: ShopStore;
-  authenticated: express.RequestHandler;
-  apiKey: string;
-  /** The Compresso API a merchant's own key is checked against. */
-  compressoBaseUrl: string;
-  fetch?: typeof fetch;
-}): express.Router {
+export function adminRouter(
+  deps: {
+    db: Database;
+    queue: JobQueue;
+    shops: ShopStore;
+    authenticated: express.RequestHandler;
+    apiKey: string;
+    /** The Compresso API a merchant's own key is checked against. */
+    compressoBaseUrl: string;
+    fetch?: typeof fetch;
+  } & Pick<AdminBulkDeps, 'api' | 'sessions'>,
+): express.Router {
   const { shops, queue } = deps;
   const ledger = assetLedger(deps.db);
   const router = express.Router();
   const shopOf = (res: Response) => (res.locals.shopify as { session: Session }).session.shop;
 
   router.use('/api/admin', deps.authenticated, express.json({ limit: '16kb' }));
+  router.use(adminBulkRouter(deps)); // /api/admin/bulk… (admin-bulk.ts), behind the same session token
 
   router.get('/api/admin/status', async (_req: Request, res: Response) => {
     const shop = shopOf(res);

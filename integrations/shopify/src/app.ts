@@ -105,6 +105,8 @@ export function createShopifyApp(deps: ShopifyAppDeps): ShopifyApp {
       queue,
       shops,
       authenticated: shopify.validateAuthenticatedSession(),
+      api: shopify.api,
+      sessions,
       apiKey: config.shopifyApiKey,
       compressoBaseUrl: config.compressoBaseUrl,
       ...(deps.fetch ? { fetch: deps.fetch } : {}),

@@ -13,6 +13,7 @@ import {
 import type { BlobStore, Database, JobContext, JobQueue, Logger, QueueWorker } from '@compresso/runtime';
 import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import type { RestoreJob } from './admin.ts';
+import { type BulkWorker, bulkWorker } from './bulk.ts';
 import type { ShopifyConfig } from './config.ts';
 import type { ShopStore } from './shop-store.ts';
 import { type ShopifyApiHandle, shopifyPlatform } from './shopify-platform.ts';
@@ -32,6 +33,8 @@ export interface ShopifyWorkerDeps {
   fetch?: typeof fetch;
   /** Jobs at once (default: the runtime's COMPRESSO_WORKER_CONCURRENCY). */
   concurrency?: number;
+  /** Bulk runs: images of a page worked at once (default 4), and a listener of the runner's events. */
+  bulk?: Pick<Parameters<typeof bulkWorker>[0], 'concurrency' | 'onProgress'>;
 }
 
 export interface ProductJobResult {
@@ -56,6 +59,8 @@ export interface ShopifyWorker {
   restoreShop(shop: string): Promise<{ assetId: string; outcome: RestoreOutcome }[]>;
   /** Stop taking jobs; jobs in flight finish first. */
   close(): Promise<void>;
+  /** Bulk optimize runs (bulk.ts): their runner and jobs. */
+  readonly bulk: BulkWorker;
   readonly running: QueueWorker;
 }
 
@@ -121,6 +126,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     });
   const optimizer = makeOptimizer();
   const ledger = optimizer.ledger;
+  const bulk = bulkWorker({ db: deps.db, port, makeOptimizer, clock, logger, shops, ...deps.bulk });
 
   async function productJob(job: JobContext<WebhookJob>): Promise<ProductJobResult> {
     const { shop, productId, mediaIds } = job.data;
@@ -183,6 +189,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     const { shop } = job.data;
     const backupsErased = await backups.eraseSite(shop);
     const assets = await ledger.eraseSite(shop);
+    await bulk.eraseSite(shop);
     await shops.erase(shop);
     logger.info({ shop, assets, backups: backupsErased }, 'shop erased (shop/redact)');
     return { assets, backups: backupsErased };
@@ -223,9 +230,21 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
   }
 
   const running = deps.queue.work(
-    { [JOBS.product]: productJob, [JOBS.eraseShop]: eraseShop, [JOBS.restore]: restoreJob },
+    { [JOBS.product]: productJob, [JOBS.eraseShop]: eraseShop, [JOBS.restore]: restoreJob, ...bulk.handlers },
     { concurrency: deps.concurrency ?? deps.config.workerConcurrency },
   );
 
-  return { optimizer, running, restore, restoreShop, close: () => running.close() };
+  // Runs a stopped or killed worker left are driven again (in the background).
+  void bulk.resumeOrphans();
+  return {
+    optimizer,
+    running,
+    restore,
+    restoreShop,
+    bulk,
+    close: () => {
+      bulk.close();
+      return running.close();
+    },
+  };
 }

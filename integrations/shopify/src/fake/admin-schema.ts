@@ -56,6 +56,7 @@ type Product implements Node {
   createdAt: DateTime!
   updatedAt: DateTime!
   media(first: Int, after: String, last: Int, before: String, query: String, reverse: Boolean = false): MediaConnection!
+  mediaCount: Count
 }
 
 type ProductEdge {
