@@ -133,7 +133,7 @@ beforeAll(async () => {
       Array.from({ length: PER_PRODUCT }, (_, k) => image(p * PER_PRODUCT + k)),
     );
     const product = await fake.createProduct(shop, { title: `Product ${p}`, images });
-    product.mediaIds.forEach((id, k) => originals.set(id, sha256(images[k]!.bytes)));
+    for (const [k, id] of product.mediaIds.entries()) originals.set(id, sha256(images[k]!.bytes));
   }
 }, 180_000);
 afterAll(async () => {
