@@ -199,6 +199,8 @@ export interface AltText {
   runBatch(site: string, batchId: string, signal?: AbortSignal): Promise<AltBatch>;
   /** Put back the alt text each image had before the batch, where nothing changed it since. */
   undoBatch(site: string, batchId: string, signal?: AbortSignal): Promise<AltUndoResult>;
+  /** A batch whose job gave up for good: `failed`, with the reason (what it wrote stays undoable). */
+  failBatch(site: string, batchId: string, error: string): Promise<void>;
   getBatch(site: string, batchId: string): Promise<AltBatch | undefined>;
   /** Newest first. */
   listBatches(site: string, options?: { limit?: number }): Promise<AltBatch[]>;
@@ -579,6 +581,19 @@ export function createAltText(options: AltTextOptions): AltText {
           batchId,
         ]);
       return { ...result, batch: (await service.getBatch(site, batchId)) as AltBatch };
+    },
+
+    async failBatch(site, batchId, error) {
+      const [written] = await sql.all(
+        `SELECT COUNT(*) AS n FROM kit_alt_changes WHERE batch_id = ? AND state = 'written'`,
+        [batchId],
+      );
+      const now = clock.now();
+      await sql.run(
+        `UPDATE kit_alt_batches SET state = 'failed', changed = ?, last_error = ?, updated_at = ?, finished_at = ?
+         WHERE site = ? AND id = ? AND state IN ('queued', 'running')`,
+        [num(written?.n), error, now, now, site, batchId],
+      );
     },
 
     async getBatch(site, batchId) {
