@@ -1,10 +1,13 @@
 import { AuthenticationError, Compresso, PermissionError } from '@compresso/client';
 import { assetLedger } from '@compresso/integration-kit';
 import type { Database, JobQueue } from '@compresso/runtime';
+import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import express, { type Request, type Response } from 'express';
 import { z } from 'zod';
+import { adminAltRouter } from './admin-alt.ts';
 import { ShopSettingsSchema, type ShopStore } from './shop-store.ts';
 import type { Session } from './shopify-lib.ts';
+import type { ShopifyApiHandle } from './shopify-platform.ts';
 import { JOBS } from './webhooks.ts';
 
 /** The restore job: images of a shop put back to their originals (by id, or every one the ledger has). */
@@ -29,7 +32,7 @@ const RestoreRequestSchema = z.union([
   z.object({ all: z.literal(true) }).strict(),
 ]);
 
-function problems(error: z.ZodError, body: unknown) {
+export function problems(error: z.ZodError, body: unknown) {
   return error.issues.map((issue) => ({
     field: issue.path.join('.') || '(body)',
     expected: issue.message,
@@ -43,7 +46,7 @@ function problems(error: z.ZodError, body: unknown) {
   }));
 }
 
-function badRequest(res: Response, message: string, details: unknown) {
+export function badRequest(res: Response, message: string, details: unknown) {
   res.status(400).json({ error: { code: 'INVALID_REQUEST', message, details } });
 }
 
@@ -62,6 +65,9 @@ export function adminRouter(deps: {
   /** The Compresso API a merchant's own key is checked against. */
   compressoBaseUrl: string;
   fetch?: typeof fetch;
+  /** The Shopify API and sessions, for the routes that read the shop's images (alt text preview). */
+  api?: ShopifyApiHandle;
+  sessions?: SessionStorage;
 }): express.Router {
   const { shops, queue } = deps;
   const ledger = assetLedger(deps.db);
@@ -69,6 +75,8 @@ export function adminRouter(deps: {
   const shopOf = (res: Response) => (res.locals.shopify as { session: Session }).session.shop;
 
   router.use('/api/admin', deps.authenticated, express.json({ limit: '16kb' }));
+  if (deps.api && deps.sessions)
+    router.use(adminAltRouter({ ...deps, api: deps.api, sessions: deps.sessions }));
 
   router.get('/api/admin/status', async (_req: Request, res: Response) => {
     const shop = shopOf(res);
@@ -102,7 +110,7 @@ export function adminRouter(deps: {
     if (!parsed.success) {
       badRequest(
         res,
-        'Expected some of {enabled, quality, maxDimension, keepExif}.',
+        'Expected some of {enabled, quality, maxDimension, keepExif, alt_text_mode, alt_text_template}.',
         problems(parsed.error, req.body),
       );
       return;

@@ -108,6 +108,8 @@ export function createShopifyApp(deps: ShopifyAppDeps): ShopifyApp {
       apiKey: config.shopifyApiKey,
       compressoBaseUrl: config.compressoBaseUrl,
       ...(deps.fetch ? { fetch: deps.fetch } : {}),
+      api: shopify.api,
+      sessions,
     }),
   );
 

@@ -3,6 +3,7 @@ import {
   type AssetPage,
   type CallOptions,
   type Clock,
+  type ContextOptions,
   type FetchedAsset,
   type ListOptions,
   noPacer,
@@ -73,6 +74,7 @@ const COST = {
   node: 3,
   list: 2 + LIST_PAGE * (1 + 2 + 50 * 2),
   context: 1 + 2 + CONTEXT_PAGE * (1 + 2 + 50),
+  product: 1 + 1 + 2 + 50,
   mutation: 10,
 } as const;
 
@@ -113,6 +115,14 @@ const CONTEXT_QUERY = /* GraphQL */ `
       nodes { id title vendor productType media(first: 50) { nodes { id } } }
       pageInfo { hasNextPage endCursor }
     }
+  }
+`;
+
+/** The context of one product, when the media's product is known (a listing or a webhook said). */
+const PRODUCT_CONTEXT_QUERY = /* GraphQL */ `
+  query CompressoProductContext($id: ID!) {
+    shop { name }
+    product(id: $id) { id title vendor productType media(first: 50) { nodes { id } } }
   }
 `;
 
@@ -462,8 +472,38 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
       return assetOf(await mediaNode(shop, id, call.signal));
     },
 
-    async assetContext(shop, id, call: CallOptions = {}): Promise<AssetContext> {
+    async getAsset(shop, id, call: CallOptions = {}): Promise<PlatformAsset> {
+      return assetOf(await mediaNode(shop, id, call.signal));
+    },
+
+    async assetContext(shop, id, call: ContextOptions = {}): Promise<AssetContext> {
       await mediaNode(shop, id, call.signal);
+      // The product known (the caller's hint, or a listing saw it): one query for it, no catalogue walk.
+      const hinted = call.parentId?.startsWith('gid://shopify/Product/') ? call.parentId : undefined;
+      const productId = hinted ?? productOfMedia.get(id);
+      if (productId) {
+        const data: {
+          shop: { name: string };
+          product: {
+            id: string;
+            title: string;
+            vendor: string;
+            productType: string;
+            media: { nodes: { id: string }[] };
+          } | null;
+        } = await gql(shop, COST.product, PRODUCT_CONTEXT_QUERY, { id: productId }, call.signal);
+        const position = data.product?.media.nodes.findIndex((m) => m.id === id) ?? -1;
+        if (data.product && position >= 0) {
+          productOfMedia.set(id, data.product.id);
+          return {
+            siteName: data.shop.name,
+            title: data.product.title,
+            vendor: data.product.vendor,
+            productType: data.product.productType || undefined,
+            position: position + 1,
+          };
+        }
+      }
       let after: string | null = null;
       let siteName: string | undefined;
       for (;;) {

@@ -1,4 +1,3 @@
-import { Compresso } from '@compresso/client';
 import {
   backupStore,
   type Clock,
@@ -13,6 +12,7 @@ import {
 import type { BlobStore, Database, JobContext, JobQueue, Logger, QueueWorker } from '@compresso/runtime';
 import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import type { RestoreJob } from './admin.ts';
+import { compressoClients, shopifyAltText } from './admin-alt.ts';
 import type { ShopifyConfig } from './config.ts';
 import type { ShopStore } from './shop-store.ts';
 import { type ShopifyApiHandle, shopifyPlatform } from './shopify-platform.ts';
@@ -92,7 +92,11 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     ...(deps.fetch ? { fetch: deps.fetch } : {}),
   });
   const backups = backupStore({ blobs: deps.blobs, prefix: 'shopify-backups' });
-  const clients = new Map<string, { key: string; client: Compresso }>();
+  const clientFor = compressoClients({
+    shops,
+    compressoBaseUrl: deps.config.compressoBaseUrl,
+    fetch: deps.fetch,
+  });
   // One optimizer per job: an optimizer is one lease owner, and the ledger lets an owner take its
   // own lease again — two jobs sharing one (concurrency 2: a webhook and the self-caused one) would
   // both work on the same image. Each job its own owner, so the second gets `busy`.
@@ -102,18 +106,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
       backups,
       port,
       clock,
-      async client(shop) {
-        const key = await shops.key(shop);
-        if (!key) throw new Error(`${shop} has no Compresso key (connect one in the app)`);
-        const cached = clients.get(shop);
-        if (cached?.key === key) return cached.client;
-        const client = new Compresso(key, {
-          baseUrl: deps.config.compressoBaseUrl,
-          ...(deps.fetch ? { fetch: deps.fetch } : {}),
-        });
-        clients.set(shop, { key, client });
-        return client;
-      },
+      client: clientFor,
       async settings(shop) {
         const record = await shops.find(shop);
         return record ? siteSettings(record.settings) : { enabled: false };
@@ -121,6 +114,8 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     });
   const optimizer = makeOptimizer();
   const ledger = optimizer.ledger;
+  // Alt text: the batch jobs of the admin, and new product images' alt text per the shop's setting.
+  const altText = shopifyAltText({ db: deps.db, port, shops, logger, clock, client: clientFor });
 
   async function productJob(job: JobContext<WebhookJob>): Promise<ProductJobResult> {
     const { shop, productId, mediaIds } = job.data;
@@ -157,6 +152,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
       }
       outcomes.push({ assetId, outcome });
       if (outcome.kind === 'retry' || outcome.kind === 'busy') retry ??= `${assetId}: ${outcome.kind}`;
+      else await altText.onProductImage(shop, productId, assetId, job.signal);
       logger.info({ shop, product: productId, asset: assetId, outcome: outcome.kind }, 'image');
     }
     // A transient failure (Shopify or the API unavailable) runs the job again after the queue's
@@ -223,7 +219,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
   }
 
   const running = deps.queue.work(
-    { [JOBS.product]: productJob, [JOBS.eraseShop]: eraseShop, [JOBS.restore]: restoreJob },
+    { [JOBS.product]: productJob, [JOBS.eraseShop]: eraseShop, [JOBS.restore]: restoreJob, ...altText.jobs },
     { concurrency: deps.concurrency ?? deps.config.workerConcurrency },
   );
 
