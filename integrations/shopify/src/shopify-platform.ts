@@ -18,6 +18,7 @@ import {
   type ThrottleStatus,
 } from '@compresso/integration-kit';
 import type { SessionStorage } from '@shopify/shopify-app-session-storage';
+import { BULK_CURSOR, bulkListing } from './bulk-listing.ts';
 import { type Session, shopifyApiLib } from './shopify-lib.ts';
 
 /** What the adapter needs of the configured @shopify/shopify-api (`shopify.api` of the app object). */
@@ -59,6 +60,16 @@ export interface ShopifyPlatformOptions {
   processingTimeoutMs?: number;
   /** THROTTLED answers waited out per call before it fails as retryable (default 20). */
   maxThrottled?: number;
+  /**
+   * How a listing from the start is made (bulk-listing.ts): `bulk` through one bulk query operation
+   * (JSONL, streamed), `incremental` page by page through `products(first, after)`, `auto` (default)
+   * bulk when the shop has more than `bulkThreshold` products (default 250), else incremental.
+   * A listing goes on the way it began (the cursor says which).
+   */
+  listing?: 'auto' | 'bulk' | 'incremental';
+  bulkThreshold?: number;
+  /** How often a running bulk operation is polled (default 2 s). */
+  bulkPollMs?: number;
 }
 
 /** Longest alt text Shopify stores on a file. */
@@ -260,6 +271,18 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
     );
   }
 
+  const bulk = bulkListing({
+    gql,
+    fetch: doFetch,
+    filenameOf,
+    ...(options.bulkPollMs === undefined ? {} : { pollMs: options.bulkPollMs }),
+  });
+  async function wantsBulk(shop: string, signal?: AbortSignal): Promise<boolean> {
+    const mode = options.listing ?? 'auto';
+    if (mode !== 'auto') return mode === 'bulk';
+    return (await bulk.products(shop, signal)) > (options.bulkThreshold ?? 250);
+  }
+
   async function mediaNode(shop: string, id: string, signal?: AbortSignal): Promise<MediaNode> {
     const data = await gql<{ node: MediaNode | null }>(shop, COST.node, NODE_QUERY, { id }, signal);
     if (!data.node?.id) throw new PlatformError('NOT_FOUND', `No image ${id} in ${shop}.`);
@@ -351,6 +374,9 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
 
     async listAssets(shop, listOptions: ListOptions = {}): Promise<AssetPage> {
       const limit = Math.max(1, Math.min(listOptions.limit ?? 50, 250));
+      const cursor = listOptions.cursor ?? null;
+      if (cursor?.startsWith(BULK_CURSOR) || (cursor === null && (await wantsBulk(shop, listOptions.signal))))
+        return bulk.page(shop, cursor, limit, listOptions.signal);
       let { after, skip } = listOptions.cursor ? decodeCursor(listOptions.cursor) : { after: null, skip: 0 };
       const assets: PlatformAsset[] = [];
       // Products are walked a few at a time; the cursor is the product cursor before the current
