@@ -76,3 +76,16 @@ export function jobEvents(queue: { on(listener: (event: QueueEvent) => void): ()
     },
   };
 }
+
+/**
+ * A condition polled until true (every 25 ms, as the queue battery's `until`), for a state that has
+ * no event of its own — e.g. the HTTP process's queue connection back after a Redis restart (ioredis
+ * retries on its own schedule, up to 2 s apart).
+ */
+export async function until(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`still not so after ${timeoutMs} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
