@@ -5,6 +5,7 @@ import {
   type Clock,
   type ContextOptions,
   type FetchedAsset,
+  isPlatformError,
   type ListOptions,
   noPacer,
   type Pacer,
@@ -216,7 +217,19 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
   const productOfMedia = new Map<string, string>();
 
   async function sessionOf(shop: string): Promise<Session> {
-    const session = await options.sessions.loadSession(options.api.session.getOfflineId(shop));
+    let session: Session | undefined;
+    try {
+      session = await options.sessions.loadSession(options.api.session.getOfflineId(shop));
+    } catch (error) {
+      // The database away (restarting): transient, like Shopify being unreachable.
+      throw new PlatformError(
+        'UNAVAILABLE',
+        `The session of ${shop} could not be read: ${(error as Error).message}`,
+        {
+          cause: error,
+        },
+      );
+    }
     if (!session?.accessToken)
       throw new PlatformError('UNAUTHORIZED', `No offline session for ${shop} (not installed).`);
     return session;
@@ -482,8 +495,21 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
       await upload.arrayBuffer();
       if (!upload.ok) throw new PlatformError('UNAVAILABLE', `The staged target answered ${upload.status}`);
       await fileUpdate(shop, { id, originalSource: target.resourceUrl }, call.signal);
-      const done = await waitProcessed(shop, id, call.signal);
-      return assetOf(done);
+      try {
+        return assetOf(await waitProcessed(shop, id, call.signal));
+      } catch (error) {
+        // Shopify took the new file: only FAILED says for sure that the earlier one stays. Anything else
+        // here (the token revoked by an uninstall, the database or Shopify away, the wait cut short)
+        // leaves it unknown whether the new file went live, so it is retryable: the kit keeps the record
+        // `replacing`, and the next run tells from the bytes Shopify serves — never "failed" with the
+        // original's hash while the new file is live.
+        if (isPlatformError(error) && error.code === 'REJECTED') throw error;
+        throw new PlatformError(
+          'UNAVAILABLE',
+          `${id}: Shopify took the new file, then ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
     },
 
     async setAltText(shop, id, altText, call: CallOptions = {}): Promise<PlatformAsset> {
