@@ -479,7 +479,11 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
       }
       const form = new FormData();
       for (const { name, value } of target.parameters) form.append(name, value);
-      form.append('file', new Blob([replacement.bytes], { type: asset.contentType }), filename);
+      form.append(
+        'file',
+        new Blob([replacement.bytes as Uint8Array<ArrayBuffer>], { type: asset.contentType }),
+        filename,
+      );
       let upload: Response;
       try {
         upload = await doFetch(target.url, { method: 'POST', body: form, signal: call.signal ?? null });

@@ -943,7 +943,7 @@ export class FakeShopify {
   }
 
   private async executeBulk(op: FakeBulkOperation, state: ShopState): Promise<void> {
-    if (op.status === 'CANCELING') {
+    if (canceling(op)) {
       op.status = 'CANCELED';
       return;
     }
@@ -967,7 +967,7 @@ export class FakeShopify {
       op.rootObjectCount = counts.roots;
       // Counts grow while it runs, as Shopify's do; a pollier sees RUNNING with a partial count.
       if (++n % 500 === 0) await new Promise((resolve) => setImmediate(resolve));
-      if (op.status === 'CANCELING') break;
+      if (canceling(op)) break;
     }
     if (this.holdBulk) {
       await new Promise<void>((resolve) => {
@@ -978,7 +978,7 @@ export class FakeShopify {
         this.bulkHeld.add(release);
       });
     }
-    if (op.status === 'CANCELING') {
+    if (canceling(op)) {
       op.status = 'CANCELED';
       return;
     }
@@ -1323,4 +1323,9 @@ export class CdnFaults extends Map<string, CdnFault> {
     super.clear();
     for (const id of ids) this.delete(id);
   }
+}
+
+/** Read afresh each time: a cancel arrives from another request while the operation runs. */
+function canceling(op: { status: string }): boolean {
+  return op.status === 'CANCELING';
 }
