@@ -105,11 +105,12 @@ export function createShopifyApp(deps: ShopifyAppDeps): ShopifyApp {
       queue,
       shops,
       authenticated: shopify.validateAuthenticatedSession(),
-      api: shopify.api,
-      sessions,
       apiKey: config.shopifyApiKey,
       compressoBaseUrl: config.compressoBaseUrl,
       ...(deps.fetch ? { fetch: deps.fetch } : {}),
+      blobs: deps.blobs,
+      api: shopify.api,
+      sessions,
     }),
   );
 

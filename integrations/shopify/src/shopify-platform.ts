@@ -3,7 +3,9 @@ import {
   type AssetPage,
   type CallOptions,
   type Clock,
+  type ContextOptions,
   type FetchedAsset,
+  isPlatformError,
   type ListOptions,
   noPacer,
   type Pacer,
@@ -84,6 +86,7 @@ const COST = {
   node: 3,
   list: 2 + LIST_PAGE * (1 + 2 + 50 * 2),
   context: 1 + 2 + CONTEXT_PAGE * (1 + 2 + 50),
+  product: 1 + 1 + 2 + 50,
   mutation: 10,
 } as const;
 
@@ -130,6 +133,14 @@ const CONTEXT_QUERY = /* GraphQL */ `
 const COUNT_IMAGES_QUERY = /* GraphQL */ `
   query CompressoCountImages($after: String) {
     products(first: 50, after: $after) { nodes { mediaCount { count } } pageInfo { hasNextPage endCursor } }
+  }
+`;
+
+/** The context of one product, when the media's product is known (a listing or a webhook said). */
+const PRODUCT_CONTEXT_QUERY = /* GraphQL */ `
+  query CompressoProductContext($id: ID!) {
+    shop { name }
+    product(id: $id) { id title vendor productType media(first: 50) { nodes { id } } }
   }
 `;
 
@@ -225,7 +236,19 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): ShopifyPort {
   async function sessionOf(shop: string): Promise<Session> {
     const cached = sessionCache.get(shop);
     if (cached && Date.now() - cached.at < 1000) return cached.session;
-    const session = await options.sessions.loadSession(options.api.session.getOfflineId(shop));
+    let session: Session | undefined;
+    try {
+      session = await options.sessions.loadSession(options.api.session.getOfflineId(shop));
+    } catch (error) {
+      // The database away (restarting): transient, like Shopify being unreachable.
+      throw new PlatformError(
+        'UNAVAILABLE',
+        `The session of ${shop} could not be read: ${(error as Error).message}`,
+        {
+          cause: error,
+        },
+      );
+    }
     if (!session?.accessToken) {
       sessionCache.delete(shop);
       throw new PlatformError('UNAUTHORIZED', `No offline session for ${shop} (not installed).`);
@@ -514,7 +537,11 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): ShopifyPort {
       }
       const form = new FormData();
       for (const { name, value } of target.parameters) form.append(name, value);
-      form.append('file', new Blob([replacement.bytes], { type: asset.contentType }), filename);
+      form.append(
+        'file',
+        new Blob([replacement.bytes as Uint8Array<ArrayBuffer>], { type: asset.contentType }),
+        filename,
+      );
       let upload: Response;
       try {
         upload = await doFetch(target.url, { method: 'POST', body: form, signal: call.signal ?? null });
@@ -530,8 +557,21 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): ShopifyPort {
       await upload.arrayBuffer();
       if (!upload.ok) throw new PlatformError('UNAVAILABLE', `The staged target answered ${upload.status}`);
       await fileUpdate(shop, { id, originalSource: target.resourceUrl }, call.signal);
-      const done = await waitProcessed(shop, id, call.signal);
-      return assetOf(done);
+      try {
+        return assetOf(await waitProcessed(shop, id, call.signal));
+      } catch (error) {
+        // Shopify took the new file: only FAILED says for sure that the earlier one stays. Anything else
+        // here (the token revoked by an uninstall, the database or Shopify away, the wait cut short)
+        // leaves it unknown whether the new file went live, so it is retryable: the kit keeps the record
+        // `replacing`, and the next run tells from the bytes Shopify serves — never "failed" with the
+        // original's hash while the new file is live.
+        if (isPlatformError(error) && error.code === 'REJECTED') throw error;
+        throw new PlatformError(
+          'UNAVAILABLE',
+          `${id}: Shopify took the new file, then ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
     },
 
     async setAltText(shop, id, altText, call: CallOptions = {}): Promise<PlatformAsset> {
@@ -546,8 +586,38 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): ShopifyPort {
       return assetOf(await mediaNode(shop, id, call.signal));
     },
 
-    async assetContext(shop, id, call: CallOptions = {}): Promise<AssetContext> {
+    async getAsset(shop, id, call: CallOptions = {}): Promise<PlatformAsset> {
+      return assetOf(await mediaNode(shop, id, call.signal));
+    },
+
+    async assetContext(shop, id, call: ContextOptions = {}): Promise<AssetContext> {
       await mediaNode(shop, id, call.signal);
+      // The product known (the caller's hint, or a listing saw it): one query for it, no catalogue walk.
+      const hinted = call.parentId?.startsWith('gid://shopify/Product/') ? call.parentId : undefined;
+      const productId = hinted ?? productOfMedia.get(id);
+      if (productId) {
+        const data: {
+          shop: { name: string };
+          product: {
+            id: string;
+            title: string;
+            vendor: string;
+            productType: string;
+            media: { nodes: { id: string }[] };
+          } | null;
+        } = await gql(shop, COST.product, PRODUCT_CONTEXT_QUERY, { id: productId }, call.signal);
+        const position = data.product?.media.nodes.findIndex((m) => m.id === id) ?? -1;
+        if (data.product && position >= 0) {
+          productOfMedia.set(id, data.product.id);
+          return {
+            siteName: data.shop.name,
+            title: data.product.title,
+            vendor: data.product.vendor,
+            productType: data.product.productType || undefined,
+            position: position + 1,
+          };
+        }
+      }
       let after: string | null = null;
       let siteName: string | undefined;
       for (;;) {

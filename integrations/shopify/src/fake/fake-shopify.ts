@@ -39,6 +39,12 @@ export interface FakeShopifyOptions {
   now?: () => number;
 }
 
+/** See FakeShopify.onEvent. */
+export type FakeEvent =
+  | { kind: 'download'; shop: string; fileId: string }
+  | { kind: 'upload'; shop: string; filename: string }
+  | { kind: 'fileUpdate' | 'fileUpdated'; shop: string; fileIds: string[] };
+
 export type FileStatus = 'UPLOADED' | 'PROCESSING' | 'READY' | 'FAILED';
 
 export interface FakeFile {
@@ -163,6 +169,14 @@ export class FakeShopify {
    * however slow the machine (no race with the queue's backoff).
    */
   readonly cdnFaults = new CdnFaults();
+  /**
+   * A test's hook at a moment of an image's replacement, awaited before the fake goes on: `download`
+   * (the CDN is about to serve a file's bytes), `upload`
+   * (the staged bytes are stored, the uploader not yet answered), `fileUpdate` (a fileUpdate with a new
+   * originalSource arrived, not yet applied), `fileUpdated` (applied, not yet answered). Fault tests
+   * stop Redis or the database, uninstall the shop or kill the worker exactly there.
+   */
+  onEvent: ((event: FakeEvent) => void | Promise<void>) | undefined;
   /** GraphQL requests answered, THROTTLED ones included. */
   graphqlRequests = 0;
   throttledRequests = 0;
@@ -529,6 +543,12 @@ export class FakeShopify {
         },
       });
     }
+    const replacing = (request.variables?.files as { id?: unknown; originalSource?: unknown }[] | undefined)
+      ?.filter((f) => typeof f?.id === 'string' && f.originalSource !== undefined)
+      .map((f) => f.id as string);
+    const hooked =
+      this.onEvent && /\bfileUpdate\s*\(/.test(request.query) && replacing?.length ? replacing : [];
+    if (hooked.length) await this.onEvent?.({ kind: 'fileUpdate', shop, fileIds: hooked });
     const result = await execute({
       schema: this.schema,
       document,
@@ -536,6 +556,7 @@ export class FakeShopify {
       variableValues: request.variables ?? {},
       ...(request.operationName ? { operationName: request.operationName } : {}),
     });
+    if (hooked.length) await this.onEvent?.({ kind: 'fileUpdated', shop, fileIds: hooked });
     send(res, 200, {
       ...(result.errors ? { errors: result.errors.map((e) => ({ message: e.message, path: e.path })) } : {}),
       ...(result.data ? { data: result.data } : {}),
@@ -565,6 +586,7 @@ export class FakeShopify {
     const file = form.get('file');
     if (!(file instanceof Blob)) return send(res, 400, '<Error><Code>InvalidArgument</Code></Error>');
     staged.bytes = Buffer.from(await file.arrayBuffer());
+    await this.onEvent?.({ kind: 'upload', shop: staged.shop, filename: staged.filename });
     send(res, 201, '<PostResponse></PostResponse>', { 'content-type': 'application/xml' });
   }
 
@@ -588,6 +610,7 @@ export class FakeShopify {
       res.socket?.destroy();
       return;
     }
+    await this.onEvent?.({ kind: 'download', shop: file.shop, fileId: file.id });
     const bytes =
       fault === 'not-image'
         ? Buffer.from('<!doctype html><title>Bad gateway</title><p>Try again.</p>\n')
@@ -926,7 +949,7 @@ export class FakeShopify {
   }
 
   private async executeBulk(op: FakeBulkOperation, state: ShopState): Promise<void> {
-    if (op.status === 'CANCELING') {
+    if (canceling(op)) {
       op.status = 'CANCELED';
       return;
     }
@@ -950,7 +973,7 @@ export class FakeShopify {
       op.rootObjectCount = counts.roots;
       // Counts grow while it runs, as Shopify's do; a pollier sees RUNNING with a partial count.
       if (++n % 500 === 0) await new Promise((resolve) => setImmediate(resolve));
-      if (op.status === 'CANCELING') break;
+      if (canceling(op)) break;
     }
     if (this.holdBulk) {
       await new Promise<void>((resolve) => {
@@ -961,7 +984,7 @@ export class FakeShopify {
         this.bulkHeld.add(release);
       });
     }
-    if (op.status === 'CANCELING') {
+    if (canceling(op)) {
       op.status = 'CANCELED';
       return;
     }
@@ -1306,4 +1329,9 @@ export class CdnFaults extends Map<string, CdnFault> {
     super.clear();
     for (const id of ids) this.delete(id);
   }
+}
+
+/** Read afresh each time: a cancel arrives from another request while the operation runs. */
+function canceling(op: { status: string }): boolean {
+  return op.status === 'CANCELING';
 }
