@@ -135,7 +135,7 @@ beforeAll(async () => {
     const product = await fake.createProduct(shop, { title: `Product ${p}`, images });
     for (const [k, id] of product.mediaIds.entries()) originals.set(id, sha256(images[k]!.bytes));
   }
-}, 180_000);
+}, 600_000);
 afterAll(async () => {
   await fake?.close();
   await compresso?.close();
@@ -261,5 +261,5 @@ describe('bulk optimize of a 1 000-product catalog', () => {
     } finally {
       await db.close();
     }
-  }, 600_000);
+  }, 1_800_000);
 });
