@@ -35,6 +35,7 @@ let fake: FakeShopify;
 let shop: string;
 let key: string;
 const originals = new Map<string, string>(); // media id → SHA-256 of the original
+const children = new Set<ChildProcess>();
 
 /** A distinct image, cheap to make: a gradient with a pattern from `i`; a few are already small. */
 async function image(i: number): Promise<{ bytes: Buffer; filename: string }> {
@@ -80,6 +81,8 @@ function appProcess(env: Record<string, string>, onLine: (line: Line, child: Chi
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.add(child);
+  child.on('exit', () => children.delete(child));
   let stderr = '';
   child.stderr!.on('data', (chunk) => {
     stderr += String(chunk);
@@ -137,6 +140,7 @@ beforeAll(async () => {
   }
 }, 600_000);
 afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL'); // a test that failed midway leaves none behind
   await fake?.close();
   await compresso?.close();
   rmSync(dir, { recursive: true, force: true });
