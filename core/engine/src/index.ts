@@ -1,4 +1,5 @@
 export {
+  AUTO_BELOW,
   AUTO_FLOOR,
   AUTO_MAX_Q,
   AUTO_MIN_Q,
