@@ -14,7 +14,7 @@ const SMALL = { max_dimension: 560 } as const;
 afterAll(() => closeMetricPool());
 
 describe('quality "auto"', () => {
-  it('reaches the target, reports the score it measured, and that score is the true one', async () => {
+  it('reaches the target, reports the score it measured, and that score is the true one (a row-sampled estimate within 0.5)', async () => {
     const { data, info } = await engine.optimize(dune, { ...SMALL, output_format: 'webp', quality: 'auto' });
     expect(info.auto_quality).toBe(true);
     // The target, unless the capped search could not reach it; the floor always.
@@ -22,7 +22,8 @@ describe('quality "auto"', () => {
       expect(info.score).toBeGreaterThanOrEqual(AUTO_TARGET.webp - AUTO_BELOW);
     expect(info.score).toBeGreaterThanOrEqual(AUTO_FLOOR);
     const reference = await decodeToRgb(sharp(dune).resize(560, 560, { fit: 'inside' }));
-    expect(ssimulacra2(reference, await decodeToRgb(data))).toBeCloseTo(info.score!, 1);
+    // 560×350: 350 rows, so the search scored row-sampled estimates (AUTO_ROW_SAMPLING.minHeight 320).
+    expect(Math.abs(ssimulacra2(reference, await decodeToRgb(data)) - info.score!)).toBeLessThanOrEqual(0.5);
   });
 
   it('is smaller than the fixed default on a photo the default over-serves', async () => {
@@ -79,10 +80,11 @@ describe('quality "auto"', () => {
           const reference = await decodeToRgb(
             sharp(input).resize(512, 512, { fit: 'inside', withoutEnlargement: true }),
           );
-          expect(ssimulacra2(reference, await decodeToRgb(data)), `${name} ${format}`).toBeCloseTo(
-            info.score!,
-            0,
-          );
+          // At 512 px the search scores row-sampled estimates (AUTO_ROW_SAMPLING): the exact score
+          // is within half a point of the reported one and itself holds the floor.
+          const exact = ssimulacra2(reference, await decodeToRgb(data));
+          expect(exact, `${name} ${format}`).toBeCloseTo(info.score!, 0);
+          expect(exact, `${name} ${format}`).toBeGreaterThanOrEqual(AUTO_FLOOR);
         }
       }
     }

@@ -7,6 +7,7 @@ export {
   AUTO_TARGET,
   AUTO_TOLERANCE,
   createAutoEncoder,
+  SAMPLED_FLOOR_MARGIN,
   SMALL_IMAGE_SIDE,
 } from './auto.ts';
 export { createBisectionAutoEncoder } from './auto-bisection.ts';
