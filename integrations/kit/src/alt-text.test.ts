@@ -82,6 +82,15 @@ describe('alt text templates', () => {
     );
     expect(renderAltTemplate('{product_title} ({variant})', bare, 512)).toBe('Linen Shirt');
     expect(renderAltTemplate('{variant}', bare, 512)).toBe('');
+    expect(renderAltTemplate('{product_title} - {variant} ({n})', { ...bare, position: 3 }, 512)).toBe(
+      'Linen Shirt (3)',
+    );
+    expect(renderAltTemplate('{product_title} ({variant}, {n})', { ...bare, position: 3 }, 512)).toBe(
+      'Linen Shirt (3)',
+    );
+    expect(renderAltTemplate('{product_title} ({n}, {variant})', { ...bare, position: 3 }, 512)).toBe(
+      'Linen Shirt (3)',
+    );
   });
 
   it('refuses unknown placeholders and stray braces, naming them', () => {

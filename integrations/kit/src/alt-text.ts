@@ -79,6 +79,10 @@ function tidy(text: string): string {
       .replace(/\s+/g, ' ')
       // a separator followed by another one: the value between them was empty
       .replace(new RegExp(`(${SEPARATOR.source})\\s*(?=${SEPARATOR.source})`, 'g'), '')
+      // a separator just inside a bracket, or just before one: the value next to it was empty
+      .replace(new RegExp(`([(\\[])\\s*(${SEPARATOR.source})+\\s*`, 'g'), '$1')
+      .replace(new RegExp(`\\s*(${SEPARATOR.source})+\\s*([)\\]])`, 'g'), '$2')
+      .replace(new RegExp(`\\s+(${SEPARATOR.source})+\\s+(?=[(\\[])`, 'g'), ' ')
       .replace(new RegExp(`^\\s*(${SEPARATOR.source})+\\s*`), '')
       .replace(new RegExp(`\\s*(${SEPARATOR.source})+\\s*$`), '')
       // "by" or "for" with nothing after it
@@ -254,12 +258,11 @@ export function createAltText(options: AltTextOptions): AltText {
   const owner = options.owner ?? `kit-alt-${randomUUID()}`;
   const limit = port.maxAltTextLength;
 
-  /** One pass's memory: contexts per parent (one look-up per product) and whether AI answered as AI. */
+  /** One pass's memory: the images of each parent seen so far, and whether AI answered as AI. */
   interface Pass {
     site: string;
     mode: AltMode;
     template: string;
-    contexts: Map<string, Promise<AssetContext>>;
     /** Images of each parent seen so far, for `{n}` when the platform does not give the position. */
     seen: Map<string, number>;
     aiUnavailable: boolean;
@@ -275,7 +278,6 @@ export function createAltText(options: AltTextOptions): AltText {
       site,
       mode: request.mode,
       template,
-      contexts: new Map(),
       seen: new Map(),
       aiUnavailable: !options.client,
       signal,
@@ -289,18 +291,11 @@ export function createAltText(options: AltTextOptions): AltText {
       n = (pass.seen.get(parent) ?? 0) + 1;
       pass.seen.set(parent, n);
     }
-    // One look-up per parent: its title, vendor … are the same for each of its images; the position is the image's own.
-    const key = parent ?? `asset:${asset.id}`;
-    let found = pass.contexts.get(key);
-    if (!found) {
-      found = port.assetContext(pass.site, asset.id, { signal: pass.signal, parentId: parent });
-      pass.contexts.set(key, found);
-      found.catch(() => pass.contexts.delete(key));
-    }
-    const shared = await found;
-    // The parent's context was looked up for its first image; this image's number is its place
-    // among the parent's images in the listing (which lists them in the platform's order).
-    return { ...shared, position: n ?? shared.position, filename: asset.filename };
+    // Asked per image (its variant and position are its own), with the parent as a hint: an adapter
+    // answers from the parent's one look-up (the Shopify adapter keeps a product's for a moment).
+    const context = await port.assetContext(pass.site, asset.id, { signal: pass.signal, parentId: parent });
+    // Without a position from the platform, the image's place among its parent's in the listing.
+    return { ...context, position: context.position ?? n, filename: asset.filename };
   }
 
   async function propose(pass: Pass, asset: PlatformAsset, context: AssetContext): Promise<AltProposal> {

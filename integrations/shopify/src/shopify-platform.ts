@@ -74,7 +74,7 @@ const COST = {
   node: 3,
   list: 2 + LIST_PAGE * (1 + 2 + 50 * 2),
   context: 1 + 2 + CONTEXT_PAGE * (1 + 2 + 50),
-  product: 1 + 1 + 2 + 50,
+  product: 1 + 1 + (2 + 50) + (2 + 20 * (1 + 2 + 5)),
   mutation: 10,
 } as const;
 
@@ -118,11 +118,30 @@ const CONTEXT_QUERY = /* GraphQL */ `
   }
 `;
 
+interface ProductContextData {
+  shop: { name: string };
+  product: {
+    id: string;
+    title: string;
+    vendor: string;
+    productType: string;
+    media: { nodes: { id: string }[] };
+    variants: { nodes: { title: string; media: { nodes: { id: string }[] } }[] };
+  } | null;
+}
+
+/** How long a product's context answer is reused (a batch asks for each of its images in a row). */
+const PRODUCT_CONTEXT_TTL_MS = 30_000;
+
 /** The context of one product, when the media's product is known (a listing or a webhook said). */
 const PRODUCT_CONTEXT_QUERY = /* GraphQL */ `
   query CompressoProductContext($id: ID!) {
     shop { name }
-    product(id: $id) { id title vendor productType media(first: 50) { nodes { id } } }
+    product(id: $id) {
+      id title vendor productType
+      media(first: 50) { nodes { id } }
+      variants(first: 20) { nodes { title media(first: 5) { nodes { id } } } }
+    }
   }
 `;
 
@@ -203,6 +222,7 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
   // Which product each media belongs to, as listings and context look-ups find out (Shopify's
   // MediaImage does not name its product): saves a catalogue walk for context.
   const productOfMedia = new Map<string, string>();
+  const productContexts = new Map<string, { at: number; data: Promise<ProductContextData> }>();
 
   async function sessionOf(shop: string): Promise<Session> {
     const session = await options.sessions.loadSession(options.api.session.getOfflineId(shop));
@@ -324,6 +344,45 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
       }
       await clock.sleep(wait, signal);
     }
+  }
+
+  /** The context of media `id` from its product's own query; undefined when the product has no such media. */
+  async function productContext(
+    shop: string,
+    productId: string,
+    id: string,
+    signal?: AbortSignal,
+  ): Promise<AssetContext | undefined> {
+    // A product's answer is kept for a moment: a batch asks for each of its images in a row.
+    const key = `${shop}\u0000${productId}`;
+    let cached = productContexts.get(key);
+    if (!cached || clock.now() - cached.at > PRODUCT_CONTEXT_TTL_MS) {
+      if (productContexts.size >= 200)
+        for (const [k, v] of productContexts)
+          if (clock.now() - v.at > PRODUCT_CONTEXT_TTL_MS) productContexts.delete(k);
+      cached = {
+        at: clock.now(),
+        data: gql(shop, COST.product, PRODUCT_CONTEXT_QUERY, { id: productId }, signal),
+      };
+      productContexts.set(key, cached);
+      cached.data.catch(() => productContexts.delete(key));
+    }
+    const data = await cached.data;
+    const position = data.product?.media.nodes.findIndex((m) => m.id === id) ?? -1;
+    if (!data.product || position < 0) return undefined;
+    productOfMedia.set(id, data.product.id);
+    // The variant whose media this image is ("Default Title" is Shopify's name for a product without options).
+    const variant = data.product.variants.nodes.find(
+      (v) => v.title !== 'Default Title' && v.media.nodes.some((m) => m.id === id),
+    );
+    return {
+      siteName: data.shop.name,
+      title: data.product.title,
+      vendor: data.product.vendor,
+      productType: data.product.productType || undefined,
+      variant: variant?.title,
+      position: position + 1,
+    };
   }
 
   async function fileUpdate(
@@ -482,27 +541,8 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
       const hinted = call.parentId?.startsWith('gid://shopify/Product/') ? call.parentId : undefined;
       const productId = hinted ?? productOfMedia.get(id);
       if (productId) {
-        const data: {
-          shop: { name: string };
-          product: {
-            id: string;
-            title: string;
-            vendor: string;
-            productType: string;
-            media: { nodes: { id: string }[] };
-          } | null;
-        } = await gql(shop, COST.product, PRODUCT_CONTEXT_QUERY, { id: productId }, call.signal);
-        const position = data.product?.media.nodes.findIndex((m) => m.id === id) ?? -1;
-        if (data.product && position >= 0) {
-          productOfMedia.set(id, data.product.id);
-          return {
-            siteName: data.shop.name,
-            title: data.product.title,
-            vendor: data.product.vendor,
-            productType: data.product.productType || undefined,
-            position: position + 1,
-          };
-        }
+        const direct = await productContext(shop, productId, id, call.signal);
+        if (direct) return direct;
       }
       let after: string | null = null;
       let siteName: string | undefined;
@@ -526,6 +566,9 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
           const position = product.media.nodes.findIndex((m) => m.id === id);
           if (position < 0 && product.id !== known) continue;
           productOfMedia.set(id, product.id);
+          // Its variants (which one shows this image) come with the product's own query.
+          const direct = await productContext(shop, product.id, id, call.signal);
+          if (direct) return direct;
           return {
             siteName,
             title: product.title,
