@@ -1,3 +1,4 @@
+import { Compresso } from '@compresso/client';
 import {
   backupStore,
   type Clock,
@@ -92,11 +93,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     ...(deps.fetch ? { fetch: deps.fetch } : {}),
   });
   const backups = backupStore({ blobs: deps.blobs, prefix: 'shopify-backups' });
-  const clientFor = compressoClients({
-    shops,
-    compressoBaseUrl: deps.config.compressoBaseUrl,
-    fetch: deps.fetch,
-  });
+  const clients = new Map<string, { key: string; client: Compresso }>();
   // One optimizer per job: an optimizer is one lease owner, and the ledger lets an owner take its
   // own lease again — two jobs sharing one (concurrency 2: a webhook and the self-caused one) would
   // both work on the same image. Each job its own owner, so the second gets `busy`.
@@ -106,7 +103,18 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
       backups,
       port,
       clock,
-      client: clientFor,
+      async client(shop) {
+        const key = await shops.key(shop);
+        if (!key) throw new Error(`${shop} has no Compresso key (connect one in the app)`);
+        const cached = clients.get(shop);
+        if (cached?.key === key) return cached.client;
+        const client = new Compresso(key, {
+          baseUrl: deps.config.compressoBaseUrl,
+          ...(deps.fetch ? { fetch: deps.fetch } : {}),
+        });
+        clients.set(shop, { key, client });
+        return client;
+      },
       async settings(shop) {
         const record = await shops.find(shop);
         return record ? siteSettings(record.settings) : { enabled: false };
@@ -114,8 +122,15 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     });
   const optimizer = makeOptimizer();
   const ledger = optimizer.ledger;
-  // Alt text: the batch jobs of the admin, and new product images' alt text per the shop's setting.
-  const altText = shopifyAltText({ db: deps.db, port, shops, logger, clock, client: clientFor });
+  // Alt text: the admin's batch jobs, and new product images' alt text per the shop's setting.
+  const altText = shopifyAltText({
+    db: deps.db,
+    port,
+    shops,
+    logger,
+    clock,
+    client: compressoClients({ shops, compressoBaseUrl: deps.config.compressoBaseUrl, fetch: deps.fetch }),
+  });
 
   async function productJob(job: JobContext<WebhookJob>): Promise<ProductJobResult> {
     const { shop, productId, mediaIds } = job.data;
