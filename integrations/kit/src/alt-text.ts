@@ -493,6 +493,11 @@ export function createAltText(options: AltTextOptions): AltText {
             } else counts[outcome]++;
           } catch (error) {
             if (isPlatformError(error) && error.retryable) throw error; // the job's retry goes on from here
+            // Refused: nothing changed, so nothing for undo.
+            await sql.run(
+              `DELETE FROM kit_alt_changes WHERE batch_id = ? AND asset_id = ? AND state = 'pending'`,
+              [batchId, asset.id],
+            );
             counts.failed++;
             lastError = `${asset.filename}: ${errorText(error)}`;
           }
@@ -543,13 +548,14 @@ export function createAltText(options: AltTextOptions): AltText {
               });
               return 'restored' as const;
             }
-            return (live.altText ?? '') === (before ?? '') ? ('restored' as const) : ('kept' as const);
+            // Never written (the platform refused it), or put back by hand: nothing to do.
+            return (live.altText ?? '') === (before ?? '') ? ('settled' as const) : ('kept' as const);
           });
           if (outcome === 'busy') {
             result.failed++;
             continue;
           }
-          result[outcome]++;
+          if (outcome !== 'settled') result[outcome]++;
           await sql.run(`UPDATE kit_alt_changes SET undone_at = ? WHERE batch_id = ? AND asset_id = ?`, [
             clock.now(),
             batchId,
@@ -628,13 +634,24 @@ export function createAltText(options: AltTextOptions): AltText {
         { mode: request.mode, template: pass.template, scope: 'auto' },
         'running',
       );
-      const outcome = await write(site, batchId, asset, proposal.proposed, proposal.source);
+      let outcome: Awaited<ReturnType<typeof write>>;
+      try {
+        outcome = await write(site, batchId, asset, proposal.proposed, proposal.source);
+      } catch (error) {
+        // Not written: no trace, so the image's next event tries again.
+        await sql.run('DELETE FROM kit_alt_changes WHERE batch_id = ?', [batchId]);
+        await sql.run('DELETE FROM kit_alt_batches WHERE id = ?', [batchId]);
+        throw error;
+      }
+      if (outcome === 'busy') {
+        await sql.run('DELETE FROM kit_alt_batches WHERE id = ?', [batchId]);
+        return { kind: 'skipped', reason: 'busy' };
+      }
       const now = clock.now();
       await sql.run(
         `UPDATE kit_alt_batches SET state = 'done', changed = ?, message = ?, updated_at = ?, finished_at = ? WHERE id = ?`,
-        [outcome === 'changed' ? 1 : 0, messageOf(pass), now, now, batchId],
+        [1, messageOf(pass), now, now, batchId],
       );
-      if (outcome === 'busy') return { kind: 'skipped', reason: 'busy' };
       return {
         kind: 'written',
         text: proposal.proposed,
