@@ -293,7 +293,11 @@ export function createAltText(options: AltTextOptions): AltText {
     }
     // Asked per image (its variant and position are its own), with the parent as a hint: an adapter
     // answers from the parent's one look-up (the Shopify adapter keeps a product's for a moment).
-    const context = await port.assetContext(pass.site, asset.id, { signal: pass.signal, parentId: parent });
+    const context = await port.assetContext(pass.site, asset.id, {
+      signal: pass.signal,
+      parentId: parent,
+      variant: pass.template.includes('{variant}'),
+    });
     // Without a position from the platform, the image's place among its parent's in the listing.
     return { ...context, position: context.position ?? n, filename: asset.filename };
   }
@@ -623,7 +627,11 @@ export function createAltText(options: AltTextOptions): AltText {
       const pass = newPass(site, request, signal);
       const parent = request.parentId ?? asset.parentId;
       const context = {
-        ...(await port.assetContext(site, assetId, { signal, parentId: parent })),
+        ...(await port.assetContext(site, assetId, {
+          signal,
+          parentId: parent,
+          variant: pass.template.includes('{variant}'),
+        })),
         filename: asset.filename,
       };
       const proposal = await propose(pass, { ...asset, parentId: parent }, context);
