@@ -41,11 +41,10 @@ export type AltBatchScope = AltScope | 'auto';
 /** What a template cannot be used for: unknown placeholders, an unclosed brace, too long. */
 export class AltTemplateError extends Error {
   readonly code = 'INVALID_TEMPLATE';
-  constructor(
-    message: string,
-    readonly problems: string[],
-  ) {
+  readonly problems: string[];
+  constructor(message: string, problems: string[]) {
     super(message);
+    this.problems = problems;
     this.name = 'AltTemplateError';
   }
 }

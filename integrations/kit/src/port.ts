@@ -27,6 +27,14 @@ export interface PlatformAsset {
 export interface AssetPage {
   assets: PlatformAsset[];
   cursor: string | null;
+  /**
+   * The listing is being prepared on the platform's side (Shopify: a bulk operation still running):
+   * `assets` is empty, and the caller should ask again with `cursor` after this many ms. The cursor
+   * is stored like any other, so a restart keeps waiting for the same preparation.
+   */
+  waitMs?: number | undefined;
+  /** How many images the whole listing holds, when the platform learned it while listing (a bulk operation's count). */
+  total?: number | undefined;
 }
 
 /** An asset's current bytes with its facts (read at the same time, so they describe these bytes). */

@@ -56,7 +56,7 @@ async function setUp(options: Parameters<typeof startHarness>[0] = {}) {
   const finished = (id: string) =>
     new Promise<void>((resolve, reject) => {
       const check = (e: QueueEvent) => {
-        if (e.id !== id) return false;
+        if (!('id' in e) || e.id !== id) return false;
         if (e.type === 'completed') resolve();
         else if (e.type === 'failed' && !e.willRetry) reject(new Error(`job ${id} failed: ${e.error}`));
         else return false;

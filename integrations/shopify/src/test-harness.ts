@@ -52,6 +52,8 @@ export interface HarnessOptions {
    * own: the HTTP process only queues, and a second process — `npm run shopify:worker` — works.
    */
   redis?: boolean;
+  /** With `redis`: start no worker here (the test runs its own worker processes). */
+  noWorker?: boolean;
   /** One clock for the app's worker and the Compresso server's quota day (a virtual one crosses midnight at once). */
   clock?: Clock;
   /** The Pro plan's daily limit on the Compresso server (shops are provisioned on Pro). */
@@ -107,7 +109,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ...(clock ? { clock } : {}),
   };
   const app = await startShopifyApp(common);
-  const worker = options.redis ? await startShopifyWorkerProcess(common) : undefined;
+  const worker = options.redis && !options.noWorker ? await startShopifyWorkerProcess(common) : undefined;
   appUrl = app.app.url;
   const resolve = (url: string) => fake.rewrite(url.startsWith(APP_URL) ? url.replace(APP_URL, appUrl) : url);
 
