@@ -78,6 +78,10 @@ function tidy(text: string): string {
       .replace(/\s+/g, ' ')
       // a separator followed by another one: the value between them was empty
       .replace(new RegExp(`(${SEPARATOR.source})\\s*(?=${SEPARATOR.source})`, 'g'), '')
+      // a separator just inside a bracket, or just before one: the value next to it was empty
+      .replace(new RegExp(`([(\\[])\\s*(${SEPARATOR.source})+\\s*`, 'g'), '$1')
+      .replace(new RegExp(`\\s*(${SEPARATOR.source})+\\s*([)\\]])`, 'g'), '$2')
+      .replace(new RegExp(`\\s+(${SEPARATOR.source})+\\s+(?=[(\\[])`, 'g'), ' ')
       .replace(new RegExp(`^\\s*(${SEPARATOR.source})+\\s*`), '')
       .replace(new RegExp(`\\s*(${SEPARATOR.source})+\\s*$`), '')
       // "by" or "for" with nothing after it
@@ -253,12 +257,11 @@ export function createAltText(options: AltTextOptions): AltText {
   const owner = options.owner ?? `kit-alt-${randomUUID()}`;
   const limit = port.maxAltTextLength;
 
-  /** One pass's memory: contexts per parent (one look-up per product) and whether AI answered as AI. */
+  /** One pass's memory: the images of each parent seen so far, and whether AI answered as AI. */
   interface Pass {
     site: string;
     mode: AltMode;
     template: string;
-    contexts: Map<string, Promise<AssetContext>>;
     /** Images of each parent seen so far, for `{n}` when the platform does not give the position. */
     seen: Map<string, number>;
     aiUnavailable: boolean;
@@ -274,7 +277,6 @@ export function createAltText(options: AltTextOptions): AltText {
       site,
       mode: request.mode,
       template,
-      contexts: new Map(),
       seen: new Map(),
       aiUnavailable: !options.client,
       signal,
@@ -288,18 +290,15 @@ export function createAltText(options: AltTextOptions): AltText {
       n = (pass.seen.get(parent) ?? 0) + 1;
       pass.seen.set(parent, n);
     }
-    // One look-up per parent: its title, vendor … are the same for each of its images; the position is the image's own.
-    const key = parent ?? `asset:${asset.id}`;
-    let found = pass.contexts.get(key);
-    if (!found) {
-      found = port.assetContext(pass.site, asset.id, { signal: pass.signal, parentId: parent });
-      pass.contexts.set(key, found);
-      found.catch(() => pass.contexts.delete(key));
-    }
-    const shared = await found;
-    // The parent's context was looked up for its first image; this image's number is its place
-    // among the parent's images in the listing (which lists them in the platform's order).
-    return { ...shared, position: n ?? shared.position, filename: asset.filename };
+    // Asked per image (its variant and position are its own), with the parent as a hint: an adapter
+    // answers from the parent's one look-up (the Shopify adapter keeps a product's for a moment).
+    const context = await port.assetContext(pass.site, asset.id, {
+      signal: pass.signal,
+      parentId: parent,
+      variant: pass.template.includes('{variant}'),
+    });
+    // Without a position from the platform, the image's place among its parent's in the listing.
+    return { ...context, position: context.position ?? n, filename: asset.filename };
   }
 
   async function propose(pass: Pass, asset: PlatformAsset, context: AssetContext): Promise<AltProposal> {
@@ -497,6 +496,11 @@ export function createAltText(options: AltTextOptions): AltText {
             } else counts[outcome]++;
           } catch (error) {
             if (isPlatformError(error) && error.retryable) throw error; // the job's retry goes on from here
+            // Refused: nothing changed, so nothing for undo.
+            await sql.run(
+              `DELETE FROM kit_alt_changes WHERE batch_id = ? AND asset_id = ? AND state = 'pending'`,
+              [batchId, asset.id],
+            );
             counts.failed++;
             lastError = `${asset.filename}: ${errorText(error)}`;
           }
@@ -547,13 +551,14 @@ export function createAltText(options: AltTextOptions): AltText {
               });
               return 'restored' as const;
             }
-            return (live.altText ?? '') === (before ?? '') ? ('restored' as const) : ('kept' as const);
+            // Never written (the platform refused it), or put back by hand: nothing to do.
+            return (live.altText ?? '') === (before ?? '') ? ('settled' as const) : ('kept' as const);
           });
           if (outcome === 'busy') {
             result.failed++;
             continue;
           }
-          result[outcome]++;
+          if (outcome !== 'settled') result[outcome]++;
           await sql.run(`UPDATE kit_alt_changes SET undone_at = ? WHERE batch_id = ? AND asset_id = ?`, [
             clock.now(),
             batchId,
@@ -621,7 +626,11 @@ export function createAltText(options: AltTextOptions): AltText {
       const pass = newPass(site, request, signal);
       const parent = request.parentId ?? asset.parentId;
       const context = {
-        ...(await port.assetContext(site, assetId, { signal, parentId: parent })),
+        ...(await port.assetContext(site, assetId, {
+          signal,
+          parentId: parent,
+          variant: pass.template.includes('{variant}'),
+        })),
         filename: asset.filename,
       };
       const proposal = await propose(pass, { ...asset, parentId: parent }, context);
@@ -632,13 +641,24 @@ export function createAltText(options: AltTextOptions): AltText {
         { mode: request.mode, template: pass.template, scope: 'auto' },
         'running',
       );
-      const outcome = await write(site, batchId, asset, proposal.proposed, proposal.source);
+      let outcome: Awaited<ReturnType<typeof write>>;
+      try {
+        outcome = await write(site, batchId, asset, proposal.proposed, proposal.source);
+      } catch (error) {
+        // Not written: no trace, so the image's next event tries again.
+        await sql.run('DELETE FROM kit_alt_changes WHERE batch_id = ?', [batchId]);
+        await sql.run('DELETE FROM kit_alt_batches WHERE id = ?', [batchId]);
+        throw error;
+      }
+      if (outcome === 'busy') {
+        await sql.run('DELETE FROM kit_alt_batches WHERE id = ?', [batchId]);
+        return { kind: 'skipped', reason: 'busy' };
+      }
       const now = clock.now();
       await sql.run(
         `UPDATE kit_alt_batches SET state = 'done', changed = ?, message = ?, updated_at = ?, finished_at = ? WHERE id = ?`,
-        [outcome === 'changed' ? 1 : 0, messageOf(pass), now, now, batchId],
+        [1, messageOf(pass), now, now, batchId],
       );
-      if (outcome === 'busy') return { kind: 'skipped', reason: 'busy' };
       return {
         kind: 'written',
         text: proposal.proposed,

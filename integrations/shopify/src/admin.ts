@@ -33,7 +33,7 @@ const RestoreRequestSchema = z.union([
   z.object({ all: z.literal(true) }).strict(),
 ]);
 
-export function problems(error: z.ZodError, body: unknown) {
+function problems(error: z.ZodError, body: unknown) {
   return error.issues.map((issue) => ({
     field: issue.path.join('.') || '(body)',
     expected: issue.message,
@@ -47,7 +47,7 @@ export function problems(error: z.ZodError, body: unknown) {
   }));
 }
 
-export function badRequest(res: Response, message: string, details: unknown) {
+function badRequest(res: Response, message: string, details: unknown) {
   res.status(400).json({ error: { code: 'INVALID_REQUEST', message, details } });
 }
 
