@@ -110,7 +110,7 @@ export function adminRouter(deps: {
     if (!parsed.success) {
       badRequest(
         res,
-        'Expected some of {enabled, quality, maxDimension, keepExif}.',
+        'Expected some of {enabled, quality, maxDimension, keepExif, backupRetentionDays}.',
         problems(parsed.error, req.body),
       );
       return;

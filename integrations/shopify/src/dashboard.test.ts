@@ -325,3 +325,53 @@ describe('the dashboard in Chromium (App Bridge stand-in, real session tokens)',
     expect(unexpected).toEqual([]);
   });
 });
+
+describe('the dashboard’s JSON API', () => {
+  const call = (path: string, init: RequestInit = {}) =>
+    fetch(`${h.appUrl}${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${sessionToken(shop)}`, 'content-type': 'application/json' },
+    });
+
+  it('refuses a bad cursor or image number naming it, and says when no original is kept', async () => {
+    const cursor = await call('/api/admin/images?cursor=%3Cscript%3E');
+    expect(cursor.status).toBe(400);
+    expect(
+      ((await cursor.json()) as { error: { details: { field: string }[] } }).error.details[0]?.field,
+    ).toBe('cursor');
+    expect((await call('/api/admin/images/abc/original')).status).toBe(400);
+    const none = await call('/api/admin/images/999999/original');
+    expect(none.status).toBe(404);
+    expect(((await none.json()) as { error: { code: string } }).error.code).toBe('NO_ORIGINAL');
+    const gone = await call('/api/admin/images/999999/current');
+    expect(gone.status).toBe(404);
+    expect(((await gone.json()) as { error: { code: string } }).error.code).toBe('NOT_FOUND');
+  });
+
+  it('applies the backup retention: originals older than it are deleted, and the list stops offering them', async () => {
+    const bad = await call('/api/admin/settings', {
+      method: 'POST',
+      body: JSON.stringify({ backupRetentionDays: 0 }),
+    });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { details: { field: string }[] } }).error.details[0]?.field).toBe(
+      'backupRetentionDays',
+    );
+    const ok = await call('/api/admin/settings', {
+      method: 'POST',
+      body: JSON.stringify({ backupRetentionDays: 1 }),
+    });
+    expect(ok.status).toBe(200);
+    const pruner = h.app.app.worker!.pruner;
+    expect(await pruner.prune(shop)).toBe(0); // younger than a day: kept
+    const kept = (await api<{ items: { asset_id: string; has_original: boolean }[] }>('/api/admin/images'))
+      .items;
+    const withOriginal = kept.filter((i) => i.has_original);
+    expect(withOriginal.length).toBe(originals.size);
+    expect(await pruner.prune(shop, Date.now() + 2 * 86_400_000)).toBe(withOriginal.length);
+    const after = (await api<{ items: { has_original: boolean }[] }>('/api/admin/images')).items;
+    expect(after.every((i) => !i.has_original)).toBe(true);
+    const n = withOriginal[0]!.asset_id.split('/').pop();
+    expect((await call(`/api/admin/images/${n}/original`)).status).toBe(404);
+  });
+});

@@ -13,6 +13,11 @@ export const ShopSettingsSchema = z.object({
   maxDimension: z.number().int().min(16).max(16_384).nullable().default(2048),
   /** Keep EXIF (camera, location) in the replaced file. */
   keepExif: z.boolean().default(false),
+  /**
+   * Days an original is kept after the app changed the image; null: as long as the app is installed.
+   * Past it, the original is deleted (retention.ts) and the image can no longer be restored.
+   */
+  backupRetentionDays: z.number().int().min(1).max(3650).nullable().default(null),
 });
 
 export type ShopSettings = z.infer<typeof ShopSettingsSchema>;

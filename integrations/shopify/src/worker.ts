@@ -14,6 +14,7 @@ import type { BlobStore, Database, JobContext, JobQueue, Logger, QueueWorker } f
 import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import type { RestoreJob } from './admin.ts';
 import type { ShopifyConfig } from './config.ts';
+import { BACKUP_PREFIX, type BackupPruner, backupPruner } from './retention.ts';
 import type { ShopStore } from './shop-store.ts';
 import { type ShopifyApiHandle, shopifyPlatform } from './shopify-platform.ts';
 import { JOBS, type WebhookJob } from './webhooks.ts';
@@ -54,6 +55,8 @@ export interface ShopifyWorker {
   restore(shop: string, assetIds: readonly string[]): Promise<{ assetId: string; outcome: RestoreOutcome }[]>;
   /** Every image of the shop the ledger has a backup for. */
   restoreShop(shop: string): Promise<{ assetId: string; outcome: RestoreOutcome }[]>;
+  /** The shop's backup retention (Settings), applied as the worker works on a shop, once a day. */
+  pruner: BackupPruner;
   /** Stop taking jobs; jobs in flight finish first. */
   close(): Promise<void>;
   readonly running: QueueWorker;
@@ -91,7 +94,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     clock,
     ...(deps.fetch ? { fetch: deps.fetch } : {}),
   });
-  const backups = backupStore({ blobs: deps.blobs, prefix: 'shopify-backups' });
+  const backups = backupStore({ blobs: deps.blobs, prefix: BACKUP_PREFIX });
   const clients = new Map<string, { key: string; client: Compresso }>();
   // One optimizer per job: an optimizer is one lease owner, and the ledger lets an owner take its
   // own lease again — two jobs sharing one (concurrency 2: a webhook and the self-caused one) would
@@ -121,6 +124,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     });
   const optimizer = makeOptimizer();
   const ledger = optimizer.ledger;
+  const pruner = backupPruner({ db: deps.db, blobs: deps.blobs, port, shops, logger, clock });
 
   async function productJob(job: JobContext<WebhookJob>): Promise<ProductJobResult> {
     const { shop, productId, mediaIds } = job.data;
@@ -129,6 +133,9 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
       logger.info({ shop, product: productId }, 'product job for a shop no longer installed: dropped');
       return { shop, productId, outcomes };
     }
+    await pruner
+      .pruneIfDue(shop)
+      .catch((err) => logger.warn({ err, shop }, 'pruning originals past the retention failed'));
     let retry: string | undefined;
     const mine = makeOptimizer();
     for (const [index, assetId] of mediaIds.entries()) {
@@ -227,5 +234,5 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     { concurrency: deps.concurrency ?? deps.config.workerConcurrency },
   );
 
-  return { optimizer, running, restore, restoreShop, close: () => running.close() };
+  return { optimizer, running, restore, restoreShop, pruner, close: () => running.close() };
 }
