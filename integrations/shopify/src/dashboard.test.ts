@@ -108,6 +108,10 @@ async function open(path: string) {
 
 async function shoot(name: string) {
   mkdirSync(SHOTS, { recursive: true });
+  // The toast is fixed to the viewport: in a full-page picture it would sit over the middle of the page.
+  await page.evaluate(() => {
+    document.getElementById('toast')!.hidden = true;
+  });
   for (const [width, size] of Object.entries(WIDTHS)) {
     await page.setViewportSize(size);
     await page.screenshot({ path: new URL(`${name}-${width}.png`, SHOTS).pathname, fullPage: true });

@@ -48,8 +48,11 @@ const banner = (tone, title, ...text) =>
 const badge = (tone, text) => h('span', { className: `badge ${tone}` }, text);
 
 function toast(message) {
+  // In the Shopify admin, App Bridge shows it as the admin's own toast; ours keeps the text for the page.
+  const admin = typeof window.shopify?.toast?.show === 'function';
+  if (admin) window.shopify.toast.show(message);
   toastBox.textContent = message;
-  toastBox.hidden = false;
+  toastBox.hidden = admin;
   clearTimeout(toast.timer);
   toast.timer = setTimeout(() => {
     toastBox.hidden = true;
@@ -270,6 +273,9 @@ async function show() {
   document.body.dataset.ready = String(mine);
 }
 
+// Inside the Shopify admin, App Bridge shows <ui-nav-menu> as the app's navigation; the page's own
+// tabs are for anywhere else (and for this page opened on its own).
+if (window.shopify?.environment?.embedded === true) document.querySelector('.tabs').hidden = true;
 for (const tab of document.querySelectorAll('.tab')) {
   tab.addEventListener('click', (event) => {
     event.preventDefault();
