@@ -385,6 +385,13 @@ async function overview() {
 
 // ------------------------------------------------------------------ Bulk
 
+const DONE = {
+  start: 'Started. You can leave this page: the work goes on in the background.',
+  pause: 'Paused. Resume whenever you like.',
+  resume: 'Resumed.',
+  cancel: 'Stopped. Images already compressed stay compressed.',
+};
+
 const RUN_STATES = {
   running: ['info', 'Running'],
   paused: ['attention', 'Paused'],
@@ -452,7 +459,7 @@ function bulkBody(data, _mine, refresh) {
           act(event.currentTarget, async () => {
             await api(`/api/admin/bulk/${path}`, { method: 'POST', body: {} });
             await refresh();
-            toast(`${label}: done.`);
+            toast(DONE[path] ?? 'Done.');
           }),
       },
       label,
@@ -610,6 +617,7 @@ function bulkBody(data, _mine, refresh) {
                       'button',
                       {
                         type: 'button',
+                        'data-action': 'retry',
                         onclick: (event) =>
                           act(event.currentTarget, async () => {
                             await api('/api/admin/bulk/retry', {
