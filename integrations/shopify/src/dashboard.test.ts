@@ -277,6 +277,44 @@ describe('the dashboard in Chromium (App Bridge stand-in, real session tokens)',
     );
     expect(h.fake.file(target)!.bytes.equals(originals.get(target)!)).toBe(true);
     await page.waitForSelector(`tr[data-asset="${target}"] .badge.info`);
+
+    // A product's originals (its group's button), then the whole shop's (with a confirmation).
+    const ladybird = h.fake.product(productIds[1]!)!;
+    expect(h.fake.file(ladybird.mediaIds[0]!)!.bytes.equals(originals.get(ladybird.mediaIds[0]!)!)).toBe(
+      false,
+    );
+    await page.evaluate(() => {
+      document.getElementById('toast')!.textContent = '';
+    });
+    await tabTo(
+      'tr.group:last-of-type [data-action=restore-product], tr.group ~ tr.group [data-action=restore-product]',
+    );
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(
+      () => /Restored/.test(document.getElementById('toast')?.textContent ?? ''),
+      undefined,
+      {
+        timeout: 30_000,
+      },
+    );
+    expect(h.fake.file(ladybird.mediaIds[0]!)!.bytes.equals(originals.get(ladybird.mediaIds[0]!)!)).toBe(
+      true,
+    );
+    await page.evaluate(() => {
+      document.getElementById('toast')!.textContent = '';
+    });
+    await tabTo('[data-action=ask-restore-all]');
+    await page.keyboard.press('Enter');
+    await tabTo('[data-action=restore-all]');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(
+      () => /Restored/.test(document.getElementById('toast')?.textContent ?? ''),
+      undefined,
+      {
+        timeout: 30_000,
+      },
+    );
+    for (const [id, bytes] of originals) expect(h.fake.file(id)!.bytes.equals(bytes)).toBe(true);
   });
 
   it('Settings saves by keyboard, explains a bad value at its field, and checks a key before connecting it', async () => {
