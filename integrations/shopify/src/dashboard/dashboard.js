@@ -1035,6 +1035,7 @@ async function images(mine) {
       });
       toast(`Putting back ${what}… you can leave this page.`);
       const job = await waitForJob(started.job_id, mine);
+      if (mine !== generation) return;
       if (job.state === 'failed')
         throw new Problem('JOB_FAILED', `Restoring stopped: ${job.error ?? 'unknown reason'}. Try again.`);
       const results = Array.isArray(job.result) ? job.result : [];
