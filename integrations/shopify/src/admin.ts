@@ -4,6 +4,7 @@ import type { BlobStore, Database, JobQueue } from '@compresso/runtime';
 import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import express, { type Request, type Response } from 'express';
 import { z } from 'zod';
+import { adminAltRouter } from './admin-alt.ts';
 import { dashboardRouter } from './admin-dashboard.ts';
 import { ShopSettingsSchema, type ShopStore } from './shop-store.ts';
 import type { Session } from './shopify-lib.ts';
@@ -32,7 +33,7 @@ const RestoreRequestSchema = z.union([
   z.object({ all: z.literal(true) }).strict(),
 ]);
 
-function problems(error: z.ZodError, body: unknown) {
+export function problems(error: z.ZodError, body: unknown) {
   return error.issues.map((issue) => ({
     field: issue.path.join('.') || '(body)',
     expected: issue.message,
@@ -46,7 +47,7 @@ function problems(error: z.ZodError, body: unknown) {
   }));
 }
 
-function badRequest(res: Response, message: string, details: unknown) {
+export function badRequest(res: Response, message: string, details: unknown) {
   res.status(400).json({ error: { code: 'INVALID_REQUEST', message, details } });
 }
 
@@ -76,6 +77,7 @@ export function adminRouter(deps: {
   const shopOf = (res: Response) => (res.locals.shopify as { session: Session }).session.shop;
 
   router.use('/api/admin', deps.authenticated, express.json({ limit: '16kb' }));
+  router.use(adminAltRouter(deps));
   router.use(dashboardRouter(deps));
 
   router.get('/api/admin/status', async (_req: Request, res: Response) => {
@@ -110,7 +112,7 @@ export function adminRouter(deps: {
     if (!parsed.success) {
       badRequest(
         res,
-        'Expected some of {enabled, quality, maxDimension, keepExif, backupRetentionDays}.',
+        'Expected some of {enabled, quality, maxDimension, keepExif, backupRetentionDays, alt_text_mode, alt_text_template}.',
         problems(parsed.error, req.body),
       );
       return;

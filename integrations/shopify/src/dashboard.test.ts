@@ -74,7 +74,7 @@ const events: QueueEvent[] = [];
 const originals = new Map<string, Buffer>();
 const productIds: string[] = [];
 /** Routes the other parts of the issue add; until they are merged, the screens say "not available" (a 404 the page handles). */
-const notYet = ['/api/admin/bulk', '/api/admin/alt-text/batches'];
+const notYet = ['/api/admin/bulk'];
 
 function finished(id: string): Promise<void> {
   const done = (e: QueueEvent) => e.type === 'completed' && e.id === id;
@@ -348,13 +348,49 @@ describe('the dashboard in Chromium (App Bridge stand-in, real session tokens)',
     await shoot('settings');
   });
 
-  it('Optimize all and Alt text say plainly when this version does not have them yet', async () => {
+  it('Optimize all says plainly when this version does not have it yet', async () => {
     await open('/bulk');
     expect(await page.textContent('main')).toContain('not available');
     await shoot('bulk');
+  });
+
+  it('Alt text: a template previewed on real products, applied to images without alt text, then undone (keyboard)', async () => {
     await open('/alt-text');
-    expect(await page.textContent('main')).toContain('not available');
+    expect(await page.textContent('main')).toContain('No alt text written by the app yet');
+    await page.fill('#alt-template', '{product_title} by {vendor}, photo {n}');
+    await tabTo('[data-action=preview]');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('[data-proposed]');
+    const proposed = await page.$$eval('[data-proposed]', (cells) => cells.map((c) => c.textContent));
+    expect(proposed).toContain('Rocket launch poster by Acme, photo 2');
+    expect(proposed).toContain('Ladybird print by Acme, photo 1');
+    // Nothing is written by a preview.
+    for (const id of originals.keys()) expect(h.fake.file(id)!.alt).toBe('');
+
+    await tabTo('[data-action=apply]');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(
+      () => document.getElementById('toast')?.textContent === 'Alt text written.',
+      undefined,
+      {
+        timeout: 30_000,
+      },
+    );
+    const rocket = h.fake.product(productIds[0]!)!;
+    expect(h.fake.file(rocket.mediaIds[1]!)!.alt).toBe('Rocket launch poster by Acme, photo 2');
+    for (const id of originals.keys()) expect(h.fake.file(id)!.alt).not.toBe('');
+    await page.waitForSelector('[data-action=undo]');
     await shoot('alt-text');
+
+    await tabTo('[data-action=undo]');
+    await page.keyboard.press('Space');
+    await page.waitForFunction(
+      () => document.getElementById('toast')?.textContent === 'The earlier alt text is back.',
+      undefined,
+      { timeout: 30_000 },
+    );
+    for (const id of originals.keys()) expect(h.fake.file(id)!.alt).toBe('');
+    await page.waitForSelector('text=Undone');
   });
 
   it('had no script or console errors (but the answers it provoked) and asked nothing outside', () => {

@@ -1,3 +1,4 @@
+import { checkAltTemplate, DEFAULT_ALT_TEMPLATE } from '@compresso/integration-kit';
 import type { Database } from '@compresso/runtime';
 import { z } from 'zod';
 import type { Sealer } from './sealed.ts';
@@ -18,6 +19,18 @@ export const ShopSettingsSchema = z.object({
    * Past it, the original is deleted (retention.ts) and the image can no longer be restored.
    */
   backupRetentionDays: z.number().int().min(1).max(3650).nullable().default(null),
+  /**
+   * Alt text for new product images that have none, on arrival: `off`, from `alt_text_template`, or
+   * written by AI through the Compresso API (the template when the server has no AI).
+   */
+  alt_text_mode: z.enum(['off', 'template', 'ai']).default('off'),
+  /** Placeholders: {product_title}, {vendor}, {product_type}, {variant}, {shop_name}, {n}. */
+  alt_text_template: z
+    .string()
+    .superRefine((template, ctx) => {
+      for (const problem of checkAltTemplate(template)) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .default(DEFAULT_ALT_TEMPLATE),
 });
 
 export type ShopSettings = z.infer<typeof ShopSettingsSchema>;
