@@ -328,10 +328,28 @@ describe('the dashboard in Chromium (App Bridge stand-in, real session tokens)',
 
     await page.fill('#quality', '70');
     await page.fill('#maxDimension', '1600');
+    await page.selectOption('#alt_text_mode', 'template');
+    await page.fill('#alt_text_template', '{product_title} — {shop_name}');
+    await page.selectOption('#backupRetentionDays', '90');
     await tabTo('[data-action=save]');
     await page.keyboard.press('Enter');
     await page.waitForFunction(() => document.getElementById('toast')?.textContent === 'Settings saved.');
-    expect((await h.app.app.shops.find(shop))?.settings).toMatchObject({ quality: 70, maxDimension: 1600 });
+    expect((await h.app.app.shops.find(shop))?.settings).toMatchObject({
+      quality: 70,
+      maxDimension: 1600,
+      alt_text_mode: 'template',
+      alt_text_template: '{product_title} — {shop_name}',
+      backupRetentionDays: 90,
+    });
+    // An unknown placeholder is refused at its field, in words.
+    await page.fill('#alt_text_template', '{colour} shirt');
+    await tabTo('[data-action=save]');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(
+      () => (document.getElementById('err-alt_text_template')?.textContent ?? '') !== '',
+    );
+    // Back to what the later tests expect (no alt text on arrival, originals kept).
+    await h.app.app.shops.updateSettings(shop, { alt_text_mode: 'off', backupRetentionDays: null });
 
     await page.fill('#key', 'not-a-key');
     await tabTo('[data-action=connect]');
@@ -397,8 +415,8 @@ describe('the dashboard in Chromium (App Bridge stand-in, real session tokens)',
     const unexpected = problems.filter(
       (p) =>
         !(p.includes('status of 404') && notYet.some((route) => p.includes(route))) &&
-        // The refused key of the Settings test: the page shows the API's reason at the field.
-        !(p.includes('status of 400') && p.includes('/api/admin/key')),
+        // The refused key and template of the Settings test: the page shows the reason at the field.
+        !(p.includes('status of 400') && (p.includes('/api/admin/key') || p.includes('/api/admin/settings'))),
     );
     expect(unexpected).toEqual([]);
   });
