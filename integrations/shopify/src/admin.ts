@@ -112,7 +112,7 @@ export function adminRouter(deps: {
     if (!parsed.success) {
       badRequest(
         res,
-        'Expected some of {enabled, quality, maxDimension, keepExif, alt_text_mode, alt_text_template}.',
+        'Expected some of {enabled, quality, maxDimension, keepExif, backupRetentionDays, alt_text_mode, alt_text_template}.',
         problems(parsed.error, req.body),
       );
       return;

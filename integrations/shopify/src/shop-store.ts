@@ -15,6 +15,11 @@ export const ShopSettingsSchema = z.object({
   /** Keep EXIF (camera, location) in the replaced file. */
   keepExif: z.boolean().default(false),
   /**
+   * Days an original is kept after the app changed the image; null: as long as the app is installed.
+   * Past it, the original is deleted (retention.ts) and the image can no longer be restored.
+   */
+  backupRetentionDays: z.number().int().min(1).max(3650).nullable().default(null),
+  /**
    * Alt text for new product images that have none, on arrival: `off`, from `alt_text_template`, or
    * written by AI through the Compresso API (the template when the server has no AI).
    */

@@ -15,6 +15,7 @@ import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import type { RestoreJob } from './admin.ts';
 import { compressoClients, shopifyAltText } from './admin-alt.ts';
 import type { ShopifyConfig } from './config.ts';
+import { BACKUP_PREFIX, type BackupPruner, backupPruner } from './retention.ts';
 import type { ShopStore } from './shop-store.ts';
 import { type ShopifyApiHandle, shopifyPlatform } from './shopify-platform.ts';
 import { JOBS, type WebhookJob } from './webhooks.ts';
@@ -64,6 +65,8 @@ export interface ShopifyWorker {
   restore(shop: string, assetIds: readonly string[]): Promise<{ assetId: string; outcome: RestoreOutcome }[]>;
   /** Every image of the shop the ledger has a backup for. */
   restoreShop(shop: string): Promise<{ assetId: string; outcome: RestoreOutcome }[]>;
+  /** The shop's backup retention (Settings), applied as the worker works on a shop, once a day. */
+  pruner: BackupPruner;
   /** Stop taking jobs; jobs in flight finish first. */
   close(): Promise<void>;
   readonly running: QueueWorker;
@@ -101,7 +104,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     clock,
     ...(deps.fetch ? { fetch: deps.fetch } : {}),
   });
-  const backups = backupStore({ blobs: deps.blobs, prefix: 'shopify-backups' });
+  const backups = backupStore({ blobs: deps.blobs, prefix: BACKUP_PREFIX });
   const clientFor = compressoClients({
     shops,
     compressoBaseUrl: deps.config.compressoBaseUrl,
@@ -152,6 +155,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
   }
   const optimizer = makeOptimizer();
   const ledger = optimizer.ledger;
+  const pruner = backupPruner({ db: deps.db, blobs: deps.blobs, port, shops, logger, clock });
   // Alt text: the batch jobs of the admin, and new product images' alt text per the shop's setting.
   const altText = shopifyAltText({ db: deps.db, port, shops, logger, clock, client: clientFor });
 
@@ -162,6 +166,9 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
       logger.info({ shop, product: productId }, 'product job for a shop no longer installed: dropped');
       return { shop, productId, outcomes };
     }
+    await pruner
+      .pruneIfDue(shop)
+      .catch((err) => logger.warn({ err, shop }, 'pruning originals past the retention failed'));
     return withJobOptimizer(job.id, async (mine) => {
       let retry: string | undefined;
       for (const [index, assetId] of mediaIds.entries()) {
@@ -281,5 +288,5 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     { concurrency: deps.concurrency ?? deps.config.workerConcurrency },
   );
 
-  return { optimizer, running, restore, restoreShop, close: () => running.close() };
+  return { optimizer, running, restore, restoreShop, pruner, close: () => running.close() };
 }
