@@ -191,9 +191,12 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
             );
             return { shop, productId, outcomes, waiting };
           }
-          // Busy: another job holds the image (the webhook its own replacement caused, usually done in
-          // moments). Wait for it here rather than spend one of the job's attempts on it.
-          for (let wait = 100; outcome.kind === 'busy' && wait <= 10_000; wait *= 2) {
+          // Busy: another job holds the image's lease — usually the webhook our own replacement caused,
+          // done in moments, so wait a little for it. Past that the image is the holder's to finish:
+          // whatever holds a lease is a queued job that completes, or is run again after its worker
+          // died (and then takes its lease back, see makeOptimizer). Retrying here would only spend
+          // attempts waiting for it — after a worker was killed, for as long as its lease lasts.
+          for (let wait = 100; outcome.kind === 'busy' && wait <= 1600; wait *= 2) {
             await clock.sleep(wait, job.signal);
             outcome = await mine.optimize(shop, assetId, { signal: job.signal });
           }
@@ -203,7 +206,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
           throw error;
         }
         outcomes.push({ assetId, outcome });
-        if (outcome.kind === 'retry' || outcome.kind === 'busy') retry ??= `${assetId}: ${outcome.kind}`;
+        if (outcome.kind === 'retry') retry ??= `${assetId}: ${outcome.kind}`;
         logger.info({ shop, product: productId, asset: assetId, outcome: outcome.kind }, 'image');
       }
       // A transient failure (Shopify or the API unavailable) runs the job again after the queue's
