@@ -87,8 +87,16 @@ export function adminRouter(deps: {
             ? Math.round((1 - a.currentSize / a.originalSize) * 1000) / 10
             : null,
       }));
+    // Images whose turn waits for the shop's Compresso quota to reset (a delayed job takes them then).
+    const waits = await shops.quotaWaits(shop, 50);
+    const iso = (ms: number) => new Date(ms).toISOString();
     res.json({
       shop,
+      waiting: {
+        count: waits.count,
+        until: waits.until === null ? null : iso(waits.until),
+        images: waits.images.map((w) => ({ id: w.assetId, product_id: w.productId, until: iso(w.until) })),
+      },
       connected: record?.hasKey ?? false,
       key_source: record?.keySource ?? null,
       settings: record?.settings ?? null,
@@ -186,6 +194,7 @@ function adminPage(apiKey: string): string {
 <body>
 <h1>Compresso</h1>
 <p id="status">Loading…</p>
+<p id="waiting" hidden></p>
 <form id="settings">
 <label><input type="checkbox" name="enabled"> Compress new and changed product images</label><br>
 <label>Quality <input name="quality" size="4"> (1–100 or auto)</label>
@@ -201,6 +210,9 @@ const $ = (s) => document.querySelector(s);
 async function load() {
   const s = await (await fetch('/api/admin/status')).json();
   $('#status').textContent = s.connected ? 'Connected to Compresso (' + s.key_source + ' key). Optimized: ' + s.totals.states.optimized : 'Not connected to Compresso.';
+  const w = s.waiting;
+  $('#waiting').hidden = !w.count;
+  if (w.count) $('#waiting').textContent = w.count + (w.count === 1 ? ' image waits' : ' images wait') + ' for your daily Compresso quota to reset at ' + new Date(w.until).toLocaleString() + '. Nothing is lost: they are compressed by themselves then.';
   const f = $('#settings');
   f.enabled.checked = s.settings.enabled; f.quality.value = s.settings.quality; f.maxDimension.value = s.settings.maxDimension ?? ''; f.keepExif.checked = s.settings.keepExif;
   $('#recent').replaceChildren(...s.recent.map((r) => {
