@@ -97,8 +97,16 @@ export function adminRouter(deps: {
             ? Math.round((1 - a.currentSize / a.originalSize) * 1000) / 10
             : null,
       }));
+    // Images whose turn waits for the shop's Compresso quota to reset (a delayed job takes them then).
+    const waits = await shops.quotaWaits(shop, 50);
+    const iso = (ms: number) => new Date(ms).toISOString();
     res.json({
       shop,
+      waiting: {
+        count: waits.count,
+        until: waits.until === null ? null : iso(waits.until),
+        images: waits.images.map((w) => ({ id: w.assetId, product_id: w.productId, until: iso(w.until) })),
+      },
       connected: record?.hasKey ?? false,
       key_source: record?.keySource ?? null,
       settings: record?.settings ?? null,
