@@ -24,3 +24,16 @@ add_action( 'shutdown', array( 'Compresso_Optimizer', 'kick' ) );
 // attachment functions (a filter per context, compresso_picture_enabled, turns it off for builders).
 add_filter( 'wp_content_img_tag', array( 'Compresso_Delivery', 'filter_content_img' ), 20, 3 );
 add_filter( 'wp_get_attachment_image', array( 'Compresso_Delivery', 'filter_attachment_image' ), 20, 1 );
+
+// The bulk optimizer: a durable run processed by WP-Cron ticks that chain through a loopback request;
+// the compresso/v1 REST namespace and Media → Compresso bulk drive it; every API answer's RateLimit-*
+// headers keep the quota shown there current.
+add_action( Compresso_Bulk::CRON_HOOK, array( 'Compresso_Bulk', 'tick' ), 10, 0 );
+add_action( 'shutdown', array( 'Compresso_Bulk', 'kick' ) );
+add_action( 'http_api_debug', array( 'Compresso_Bulk', 'observe_response' ), 10, 5 );
+add_action( 'rest_api_init', 'compresso_register_rest_routes' );
+add_action( 'admin_menu', 'compresso_add_bulk_page' );
+add_action( 'admin_enqueue_scripts', 'compresso_enqueue_bulk_page' );
+if ( defined( 'WP_CLI' ) && WP_CLI ) {
+	WP_CLI::add_command( 'compresso', 'Compresso_Cli' );
+}

@@ -15,6 +15,12 @@ require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-backups.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-optimizer.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-delivery.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/settings.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-bulk.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/rest-api.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/bulk-page.php';
+if ( defined( 'WP_CLI' ) && WP_CLI ) {
+	require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-cli.php';
+}
 require_once COMPRESSO_PLUGIN_DIR . 'includes/hooks.php';
 
 /**
@@ -48,4 +54,5 @@ function compresso_activate() {
  */
 function compresso_deactivate() {
 	wp_unschedule_hook( Compresso_Optimizer::CRON_HOOK );
+	wp_unschedule_hook( Compresso_Bulk::CRON_HOOK );
 }
