@@ -8,6 +8,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createNodeFsMountHandler, loadNodeRuntime } from '@php-wasm/node';
+import { PHP } from '@php-wasm/universal';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = join(import.meta.dirname, '..');
@@ -136,5 +138,69 @@ describe('PHP 7.4 compatibility (by tokens)', () => {
       `,
     );
     expect(check([file]).findings).toEqual([]);
+  });
+});
+
+// PHP 7.4 itself, as WebAssembly: the php-wasm build (7.4.33) that WordPress Playground runs, already
+// installed with @wp-playground/cli. Its parser reads every plugin file (token_get_all with TOKEN_PARSE
+// is a full parse), and the pure functions run on it and answer as on the machine's PHP 8.
+describe('real PHP 7.4 (php-wasm 7.4.33)', () => {
+  // One script, run on both PHPs: the pure functions' answers for a few inputs.
+  const SMOKE = `<?php
+    require '/pkg/phpunit/bootstrap.php';
+    $checks = Compresso_Self_Test::plan( 'rewrite', 'https://example.com/u/a.jpg', 'image/jpeg', array( 'webp', 'avif' ), 'n' );
+    foreach ( $checks as $i => $c ) { $checks[ $i ] += array( 'status' => 200, 'type' => 'webp' === $c['key'] ? 'image/jpeg' : $c['expected'], 'vary' => 'Accept', 'cache' => '', 'error' => '' ); }
+    echo json_encode( array(
+      'php' => PHP_MAJOR_VERSION . '.' . PHP_MINOR_VERSION,
+      'apache' => Compresso_Rewrite::apache_rules( array( 'webp', 'avif' ) ),
+      'nginx' => Compresso_Rewrite::nginx_snippet( '/wp-content/uploads', array( 'avif', 'webp' ) ),
+      'block' => Compresso_Rewrite::with_block( "x\n", array( 'a' ) ),
+      'verdict' => Compresso_Self_Test::verdict( 'rewrite', $checks ),
+      'picture' => Compresso_Delivery::picture( '<img src="https://e.com/a.jpg" srcset="https://e.com/a.jpg 10w" alt="">', array( 'webp' ), function () { return true; } ),
+      'multipart' => Compresso_Api_Client::multipart_body( 'b', array( 'q' => '1' ), 'file', 'a"b.jpg', 'image/jpeg', 'x' ),
+    ) );`;
+  let php74: PHP;
+  beforeAll(async () => {
+    php74 = new PHP(await loadNodeRuntime('7.4', { emscriptenOptions: { processId: 1 } }));
+    await php74.mkdir('/pkg');
+    await php74.mount('/pkg', createNodeFsMountHandler(root));
+  });
+  afterAll(() => php74?.exit());
+
+  it('parses every plugin file', async () => {
+    const files = readdirSync(pluginDir, { recursive: true, encoding: 'utf8' }).filter((name) =>
+      name.endsWith('.php'),
+    );
+    const result = await php74.run({
+      code: `<?php
+        $out = array( 'version' => PHP_VERSION, 'errors' => array() );
+        foreach ( ${JSON.stringify(files)} as $file ) {
+          try { token_get_all( file_get_contents( '/pkg/plugin/' . $file ), TOKEN_PARSE ); }
+          catch ( ParseError $e ) { $out['errors'][] = $file . ':' . $e->getLine() . ' ' . $e->getMessage(); }
+        }
+        echo json_encode( $out );`,
+    });
+    const out = JSON.parse(result.text) as { version: string; errors: string[] };
+    expect(out.version).toBe('7.4.33');
+    expect(out.errors).toEqual([]);
+    expect(files.length).toBeGreaterThanOrEqual(10);
+  });
+
+  it('refuses PHP 8 syntax (the parse above can fail)', async () => {
+    const result = await php74.run({
+      code: `<?php try { token_get_all( '<?php $x = $a?->b;', TOKEN_PARSE ); echo 'parsed'; } catch ( ParseError $e ) { echo 'ParseError'; }`,
+    });
+    expect(result.text).toBe('ParseError');
+  });
+
+  it('runs the pure functions with the same answers as PHP 8', async () => {
+    const on74 = JSON.parse((await php74.run({ code: SMOKE })).text) as Record<string, unknown>;
+    const file = join(scratch, 'smoke.php');
+    writeFileSync(file, SMOKE.replaceAll('/pkg/', `${root}/`));
+    const on8 = JSON.parse(run('php', [file]).stdout) as Record<string, unknown>;
+    expect(on74.php).toBe('7.4');
+    expect(String(on8.php)).toMatch(/^8\./);
+    expect({ ...on74, php: '' }).toEqual({ ...on8, php: '' });
+    expect(on74.verdict).toMatchObject({ verdict: 'cache_ignores_vary' });
   });
 });
