@@ -4,13 +4,39 @@
 // (scripts/php74-compat.php) over every plugin file, itself checked on snippets of PHP 8 code it must
 // catch and 7.4 code it must pass. Needs php-cli and phpunit (.ci/run installs both); fails, never
 // skips, without them.
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  watch,
+  writeFileSync,
+} from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createNodeFsMountHandler, loadNodeRuntime } from '@php-wasm/node';
-import { PHP } from '@php-wasm/universal';
+import * as phpWasmNode from '@php-wasm/node';
+import * as phpWasmUniversal from '@php-wasm/universal';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// php-wasm's declarations re-export './lib' without an extension, which `nodenext` resolution cannot
+// follow: the few members used here, as documented by the packages.
+interface PhpWasm {
+  run(request: { code: string }): Promise<{ text: string; exitCode: number }>;
+  mkdir(path: string): void;
+  mount(vfsPath: string, handler: unknown): Promise<unknown>;
+  exit(): void;
+}
+const { createNodeFsMountHandler, loadNodeRuntime } = phpWasmNode as unknown as {
+  createNodeFsMountHandler(hostPath: string): unknown;
+  loadNodeRuntime(version: string, options: { emscriptenOptions: { processId: number } }): Promise<number>;
+};
+const { PHP } = phpWasmUniversal as unknown as { PHP: new (runtime: number) => PhpWasm };
 
 const root = join(import.meta.dirname, '..');
 const pluginDir = join(root, 'plugin');
@@ -159,7 +185,7 @@ describe('real PHP 7.4 (php-wasm 7.4.33)', () => {
       'picture' => Compresso_Delivery::picture( '<img src="https://e.com/a.jpg" srcset="https://e.com/a.jpg 10w" alt="">', array( 'webp' ), function () { return true; } ),
       'multipart' => Compresso_Api_Client::multipart_body( 'b', array( 'q' => '1' ), 'file', 'a"b.jpg', 'image/jpeg', 'x' ),
     ) );`;
-  let php74: PHP;
+  let php74: PhpWasm;
   beforeAll(async () => {
     php74 = new PHP(await loadNodeRuntime('7.4', { emscriptenOptions: { processId: 1 } }));
     await php74.mkdir('/pkg');
@@ -202,5 +228,131 @@ describe('real PHP 7.4 (php-wasm 7.4.33)', () => {
     expect(String(on8.php)).toMatch(/^8\./);
     expect({ ...on74, php: '' }).toEqual({ ...on8, php: '' });
     expect(on74.verdict).toMatchObject({ verdict: 'cache_ignores_vary' });
+  });
+});
+
+// The Apache rules as the plugin writes them (Compresso_Rewrite::with_block + apache_rules, the same
+// text as uploads/.htaccess), served by a real Apache (Debian's apache2, one process in the
+// foreground, a config of its own on a free loopback port, AllowOverride All as WordPress hosts have):
+// what each browser receives for a file with both copies, with a WebP copy only, and with none.
+describe('the Apache rules on a real Apache 2.4', () => {
+  const APACHE = '/usr/sbin/apache2';
+  const MODULES = '/usr/lib/apache2/modules';
+  const dir = join(scratch, 'apache');
+  let apache: ChildProcess | undefined;
+  let base = '';
+  const LEGACY = 'image/png,image/*;q=0.8,*/*;q=0.5';
+  const WEBP = 'image/webp,image/apng,image/*,*/*;q=0.8';
+  const AVIF = 'image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8';
+
+  beforeAll(async () => {
+    const uploads = join(dir, 'www', 'wp-content', 'uploads', '2026', '11');
+    mkdirSync(uploads, { recursive: true });
+    mkdirSync(join(dir, 'logs'));
+    const photo = join(root, '..', '..', '..', 'shared', 'corpus', 'photo-skimage-rocket.jpg');
+    for (const name of ['both.jpg', 'webp-only.jpg', 'none.jpg']) copyFileSync(photo, join(uploads, name));
+    writeFileSync(join(uploads, 'both.jpg.webp'), 'RIFF\0\0\0\0WEBPVP8 ');
+    writeFileSync(join(uploads, 'both.jpg.avif'), '\0\0\0\x1cftypavif');
+    writeFileSync(join(uploads, 'webp-only.jpg.webp'), 'RIFF\0\0\0\0WEBPVP8 ');
+    const rules = run('php', [
+      '-r',
+      `define( 'ABSPATH', '/' ); require '${pluginDir}/includes/class-compresso-rewrite.php';
+      echo Compresso_Rewrite::with_block( '', Compresso_Rewrite::apache_rules( array( 'webp', 'avif' ) ) );`,
+    ]).stdout;
+    expect(rules).toContain('# BEGIN Compresso');
+    writeFileSync(join(dir, 'www', 'wp-content', 'uploads', '.htaccess'), rules);
+    // Apache drops to `nobody` when started as root: everything readable by all.
+    for (const path of readdirSync(dir, { recursive: true, encoding: 'utf8' }))
+      chmodSync(join(dir, path), 0o755);
+    chmodSync(dir, 0o755);
+    chmodSync(scratch, 0o755);
+    const probe = createServer();
+    const port = await new Promise<number>((resolve) =>
+      probe.listen(0, '127.0.0.1', () => resolve((probe.address() as { port: number }).port)),
+    );
+    await new Promise((resolve) => probe.close(resolve));
+    writeFileSync(
+      join(dir, 'httpd.conf'),
+      [
+        `ServerRoot ${dir}`,
+        `PidFile ${dir}/httpd.pid`,
+        `Listen 127.0.0.1:${port}`,
+        'ServerName localhost',
+        // One process (-X) serves one connection at a time: no keep-alive holding it between requests.
+        'KeepAlive Off',
+        ...['mpm_prefork', 'authz_core', 'mime', 'rewrite', 'headers'].map(
+          (m) => `LoadModule ${m}_module ${MODULES}/mod_${m}.so`,
+        ),
+        'TypesConfig /etc/mime.types',
+        `ErrorLog ${dir}/logs/error.log`,
+        'User nobody',
+        'Group nogroup',
+        `DocumentRoot ${dir}/www`,
+        `<Directory ${dir}/www>`,
+        '  AllowOverride All',
+        '  Require all granted',
+        '</Directory>',
+        '',
+      ].join('\n'),
+    );
+    apache = spawn(APACHE, ['-X', '-f', join(dir, 'httpd.conf')], { stdio: 'inherit' });
+    const exited = new Promise<never>((_, reject) =>
+      apache?.on('exit', (code) => reject(new Error(`apache2 exited (${code}); see ${dir}/logs/error.log`))),
+    );
+    apache.on('error', (error) => {
+      throw new Error(`cannot run ${APACHE} (${error.message}): apt-get install -y apache2 (.ci/run does)`);
+    });
+    base = `http://127.0.0.1:${port}/wp-content/uploads/2026/11`;
+    // Ready when it has written its PID file, which Apache does once it listens.
+    const ready = new Promise<void>((resolve) => {
+      const watcher = watch(dir, (_event, name) => {
+        if (name === 'httpd.pid' && existsSync(join(dir, 'httpd.pid'))) {
+          watcher.close();
+          resolve();
+        }
+      });
+      if (existsSync(join(dir, 'httpd.pid'))) {
+        watcher.close();
+        resolve();
+      }
+    });
+    await Promise.race([ready, exited]);
+  }, 30_000);
+  afterAll(() => {
+    apache?.kill('SIGTERM');
+  });
+
+  async function get(name: string, accept: string) {
+    const response = await fetch(`${base}/${name}`, { headers: { accept } });
+    const body = Buffer.from(await response.arrayBuffer());
+    return {
+      status: response.status,
+      type: response.headers.get('content-type'),
+      vary: response.headers.get('vary'),
+      body: body.subarray(0, 12).toString('latin1'),
+    };
+  }
+
+  it('answers each browser with the best copy it takes, the original otherwise, always with Vary: Accept', async () => {
+    expect(await get('both.jpg', LEGACY)).toMatchObject({ status: 200, type: 'image/jpeg', vary: 'Accept' });
+    expect(await get('both.jpg', WEBP)).toMatchObject({ status: 200, type: 'image/webp', vary: 'Accept' });
+    expect(await get('both.jpg', AVIF)).toMatchObject({
+      status: 200,
+      type: 'image/avif',
+      vary: 'Accept',
+      body: '\0\0\0\x1cftypavif',
+    });
+    expect(await get('webp-only.jpg', AVIF)).toMatchObject({
+      type: 'image/webp',
+      vary: 'Accept',
+      body: 'RIFF\0\0\0\0WEBP',
+    });
+    expect(await get('webp-only.jpg', LEGACY)).toMatchObject({ type: 'image/jpeg', vary: 'Accept' });
+    const none = await get('none.jpg', AVIF);
+    expect(none).toMatchObject({ status: 200, type: 'image/jpeg', vary: 'Accept' });
+    expect(none.body.startsWith('\xff\xd8')).toBe(true);
+    // The copies by their own URL (what <picture> asks for) keep their type.
+    expect(await get('both.jpg.webp', LEGACY)).toMatchObject({ status: 200, type: 'image/webp' });
+    expect(await get('both.jpg.avif', LEGACY)).toMatchObject({ status: 200, type: 'image/avif' });
   });
 });
