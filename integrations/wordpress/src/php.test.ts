@@ -231,128 +231,191 @@ describe('real PHP 7.4 (php-wasm 7.4.33)', () => {
   });
 });
 
-// The Apache rules as the plugin writes them (Compresso_Rewrite::with_block + apache_rules, the same
-// text as uploads/.htaccess), served by a real Apache (Debian's apache2, one process in the
-// foreground, a config of its own on a free loopback port, AllowOverride All as WordPress hosts have):
-// what each browser receives for a file with both copies, with a WebP copy only, and with none.
-describe('the Apache rules on a real Apache 2.4', () => {
-  const APACHE = '/usr/sbin/apache2';
-  const MODULES = '/usr/lib/apache2/modules';
-  const dir = join(scratch, 'apache');
-  let apache: ChildProcess | undefined;
-  let base = '';
-  const LEGACY = 'image/png,image/*;q=0.8,*/*;q=0.5';
-  const WEBP = 'image/webp,image/apng,image/*,*/*;q=0.8';
-  const AVIF = 'image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8';
+// The server rules as the plugin makes them — the Apache block exactly as it writes it into
+// uploads/.htaccess, the nginx snippet exactly as the settings screen shows it — served by a real
+// Apache 2.4 and a real nginx (Debian's apache2 and nginx, each started by the test as one foreground
+// process with a config of its own on a free loopback port; no service is started): what each browser
+// receives for a file with both copies, with a WebP copy only, and with none.
+const LEGACY = 'image/png,image/*;q=0.8,*/*;q=0.5';
+const WEBP = 'image/webp,image/apng,image/*,*/*;q=0.8';
+const AVIF = 'image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8';
 
-  beforeAll(async () => {
-    const uploads = join(dir, 'www', 'wp-content', 'uploads', '2026', '11');
-    mkdirSync(uploads, { recursive: true });
-    mkdirSync(join(dir, 'logs'));
-    const photo = join(root, '..', '..', '..', 'shared', 'corpus', 'photo-skimage-rocket.jpg');
-    for (const name of ['both.jpg', 'webp-only.jpg', 'none.jpg']) copyFileSync(photo, join(uploads, name));
-    writeFileSync(join(uploads, 'both.jpg.webp'), 'RIFF\0\0\0\0WEBPVP8 ');
-    writeFileSync(join(uploads, 'both.jpg.avif'), '\0\0\0\x1cftypavif');
-    writeFileSync(join(uploads, 'webp-only.jpg.webp'), 'RIFF\0\0\0\0WEBPVP8 ');
-    const rules = run('php', [
-      '-r',
-      `define( 'ABSPATH', '/' ); require '${pluginDir}/includes/class-compresso-rewrite.php';
-      echo Compresso_Rewrite::with_block( '', Compresso_Rewrite::apache_rules( array( 'webp', 'avif' ) ) );`,
-    ]).stdout;
-    expect(rules).toContain('# BEGIN Compresso');
-    writeFileSync(join(dir, 'www', 'wp-content', 'uploads', '.htaccess'), rules);
-    // Apache drops to `nobody` when started as root: everything readable by all.
-    for (const path of readdirSync(dir, { recursive: true, encoding: 'utf8' }))
-      chmodSync(join(dir, path), 0o755);
-    chmodSync(dir, 0o755);
-    chmodSync(scratch, 0o755);
-    const probe = createServer();
-    const port = await new Promise<number>((resolve) =>
-      probe.listen(0, '127.0.0.1', () => resolve((probe.address() as { port: number }).port)),
-    );
-    await new Promise((resolve) => probe.close(resolve));
-    writeFileSync(
-      join(dir, 'httpd.conf'),
-      [
-        `ServerRoot ${dir}`,
-        `PidFile ${dir}/httpd.pid`,
-        `Listen 127.0.0.1:${port}`,
-        'ServerName localhost',
-        // One process (-X) serves one connection at a time: no keep-alive holding it between requests.
-        'KeepAlive Off',
-        ...['mpm_prefork', 'authz_core', 'mime', 'rewrite', 'headers'].map(
-          (m) => `LoadModule ${m}_module ${MODULES}/mod_${m}.so`,
-        ),
-        'TypesConfig /etc/mime.types',
-        `ErrorLog ${dir}/logs/error.log`,
-        'User nobody',
-        'Group nogroup',
-        `DocumentRoot ${dir}/www`,
-        `<Directory ${dir}/www>`,
-        '  AllowOverride All',
-        '  Require all granted',
-        '</Directory>',
-        '',
-      ].join('\n'),
-    );
-    apache = spawn(APACHE, ['-X', '-f', join(dir, 'httpd.conf')], { stdio: 'inherit' });
-    const exited = new Promise<never>((_, reject) =>
-      apache?.on('exit', (code) => reject(new Error(`apache2 exited (${code}); see ${dir}/logs/error.log`))),
-    );
-    apache.on('error', (error) => {
-      throw new Error(`cannot run ${APACHE} (${error.message}): apt-get install -y apache2 (.ci/run does)`);
-    });
-    base = `http://127.0.0.1:${port}/wp-content/uploads/2026/11`;
-    // Ready when it has written its PID file, which Apache does once it listens.
-    const ready = new Promise<void>((resolve) => {
-      const watcher = watch(dir, (_event, name) => {
-        if (name === 'httpd.pid' && existsSync(join(dir, 'httpd.pid'))) {
+function pluginOutput(code: string): string {
+  return run('php', [
+    '-r',
+    `define( 'ABSPATH', '/' ); require '${pluginDir}/includes/class-compresso-rewrite.php'; ${code}`,
+  ]).stdout;
+}
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  const port = await new Promise<number>((resolve) =>
+    probe.listen(0, '127.0.0.1', () => resolve((probe.address() as { port: number }).port)),
+  );
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+function serverSuite(
+  name: string,
+  binary: string,
+  configure: (dir: string, port: number) => { args: string[]; pidFile: string },
+) {
+  describe(`the rewrite rules on a real ${name}`, () => {
+    const dir = join(scratch, name.replace(/\W+/g, '-'));
+    let child: ChildProcess | undefined;
+    let base = '';
+
+    beforeAll(async () => {
+      const uploads = join(dir, 'www', 'wp-content', 'uploads', '2026', '11');
+      mkdirSync(uploads, { recursive: true });
+      mkdirSync(join(dir, 'logs'));
+      const photo = join(root, '..', '..', '..', 'shared', 'corpus', 'photo-skimage-rocket.jpg');
+      for (const file of ['both.jpg', 'webp-only.jpg', 'none.jpg']) copyFileSync(photo, join(uploads, file));
+      writeFileSync(join(uploads, 'both.jpg.webp'), 'RIFF\0\0\0\0WEBPVP8 ');
+      writeFileSync(join(uploads, 'both.jpg.avif'), '\0\0\0\x1cftypavif');
+      writeFileSync(join(uploads, 'webp-only.jpg.webp'), 'RIFF\0\0\0\0WEBPVP8 ');
+      const port = await freePort();
+      const { args, pidFile } = configure(dir, port);
+      // The server's workers drop to `nobody` when started as root: everything readable by all.
+      for (const path of readdirSync(dir, { recursive: true, encoding: 'utf8' }))
+        chmodSync(join(dir, path), 0o755);
+      chmodSync(dir, 0o755);
+      chmodSync(scratch, 0o755);
+      child = spawn(binary, args, { stdio: 'inherit' });
+      const failed = new Promise<never>((_, reject) => {
+        child?.on('exit', (code) =>
+          reject(new Error(`${binary} exited (${code}); see ${dir}/logs/error.log`)),
+        );
+        child?.on('error', (error) =>
+          reject(new Error(`cannot run ${binary} (${error.message}); .ci/run installs it with apt-get`)),
+        );
+      });
+      // Ready once it has written its PID file, which both servers do after opening their port.
+      const ready = new Promise<void>((resolve) => {
+        const watcher = watch(dir, () => {
+          if (existsSync(pidFile)) {
+            watcher.close();
+            resolve();
+          }
+        });
+        if (existsSync(pidFile)) {
           watcher.close();
           resolve();
         }
       });
-      if (existsSync(join(dir, 'httpd.pid'))) {
-        watcher.close();
-        resolve();
-      }
+      await Promise.race([ready, failed]);
+      base = `http://127.0.0.1:${port}/wp-content/uploads/2026/11`;
+    }, 30_000);
+    afterAll(() => {
+      child?.kill('SIGTERM');
     });
-    await Promise.race([ready, exited]);
-  }, 30_000);
-  afterAll(() => {
-    apache?.kill('SIGTERM');
-  });
 
-  async function get(name: string, accept: string) {
-    const response = await fetch(`${base}/${name}`, { headers: { accept } });
-    const body = Buffer.from(await response.arrayBuffer());
-    return {
-      status: response.status,
-      type: response.headers.get('content-type'),
-      vary: response.headers.get('vary'),
-      body: body.subarray(0, 12).toString('latin1'),
-    };
-  }
+    async function get(file: string, accept: string) {
+      const response = await fetch(`${base}/${file}`, { headers: { accept } });
+      const body = Buffer.from(await response.arrayBuffer());
+      return {
+        status: response.status,
+        type: response.headers.get('content-type'),
+        vary: response.headers.get('vary'),
+        body: body.subarray(0, 12).toString('latin1'),
+      };
+    }
 
-  it('answers each browser with the best copy it takes, the original otherwise, always with Vary: Accept', async () => {
-    expect(await get('both.jpg', LEGACY)).toMatchObject({ status: 200, type: 'image/jpeg', vary: 'Accept' });
-    expect(await get('both.jpg', WEBP)).toMatchObject({ status: 200, type: 'image/webp', vary: 'Accept' });
-    expect(await get('both.jpg', AVIF)).toMatchObject({
-      status: 200,
-      type: 'image/avif',
-      vary: 'Accept',
-      body: '\0\0\0\x1cftypavif',
+    it('answers each browser with the best copy it takes, the original otherwise, always with Vary: Accept', async () => {
+      expect(await get('both.jpg', LEGACY)).toMatchObject({
+        status: 200,
+        type: 'image/jpeg',
+        vary: 'Accept',
+      });
+      expect(await get('both.jpg', WEBP)).toMatchObject({ status: 200, type: 'image/webp', vary: 'Accept' });
+      expect(await get('both.jpg', AVIF)).toMatchObject({
+        status: 200,
+        type: 'image/avif',
+        vary: 'Accept',
+        body: '\0\0\0\x1cftypavif',
+      });
+      expect(await get('webp-only.jpg', AVIF)).toMatchObject({
+        type: 'image/webp',
+        vary: 'Accept',
+        body: 'RIFF\0\0\0\0WEBP',
+      });
+      expect(await get('webp-only.jpg', LEGACY)).toMatchObject({ type: 'image/jpeg', vary: 'Accept' });
+      const none = await get('none.jpg', AVIF);
+      expect(none).toMatchObject({ status: 200, type: 'image/jpeg', vary: 'Accept' });
+      expect(none.body.startsWith('\xff\xd8')).toBe(true);
+      // The copies by their own URL (what <picture> asks for) keep their type.
+      expect(await get('both.jpg.webp', LEGACY)).toMatchObject({ status: 200, type: 'image/webp' });
+      expect(await get('both.jpg.avif', LEGACY)).toMatchObject({ status: 200, type: 'image/avif' });
     });
-    expect(await get('webp-only.jpg', AVIF)).toMatchObject({
-      type: 'image/webp',
-      vary: 'Accept',
-      body: 'RIFF\0\0\0\0WEBP',
-    });
-    expect(await get('webp-only.jpg', LEGACY)).toMatchObject({ type: 'image/jpeg', vary: 'Accept' });
-    const none = await get('none.jpg', AVIF);
-    expect(none).toMatchObject({ status: 200, type: 'image/jpeg', vary: 'Accept' });
-    expect(none.body.startsWith('\xff\xd8')).toBe(true);
-    // The copies by their own URL (what <picture> asks for) keep their type.
-    expect(await get('both.jpg.webp', LEGACY)).toMatchObject({ status: 200, type: 'image/webp' });
-    expect(await get('both.jpg.avif', LEGACY)).toMatchObject({ status: 200, type: 'image/avif' });
   });
+}
+
+serverSuite('Apache 2.4', '/usr/sbin/apache2', (dir, port) => {
+  const rules = pluginOutput(
+    `echo Compresso_Rewrite::with_block( '', Compresso_Rewrite::apache_rules( array( 'webp', 'avif' ) ) );`,
+  );
+  expect(rules).toContain('# BEGIN Compresso');
+  writeFileSync(join(dir, 'www', 'wp-content', 'uploads', '.htaccess'), rules);
+  const modules = '/usr/lib/apache2/modules';
+  writeFileSync(
+    join(dir, 'httpd.conf'),
+    [
+      `ServerRoot ${dir}`,
+      `PidFile ${dir}/httpd.pid`,
+      `Listen 127.0.0.1:${port}`,
+      'ServerName localhost',
+      // One process (-X) serves one connection at a time: no keep-alive holding it between requests.
+      'KeepAlive Off',
+      ...['mpm_prefork', 'authz_core', 'mime', 'rewrite', 'headers'].map(
+        (m) => `LoadModule ${m}_module ${modules}/mod_${m}.so`,
+      ),
+      'TypesConfig /etc/mime.types',
+      `ErrorLog ${dir}/logs/error.log`,
+      'User nobody',
+      'Group nogroup',
+      `DocumentRoot ${dir}/www`,
+      `<Directory ${dir}/www>`,
+      '  AllowOverride All',
+      '  Require all granted',
+      '</Directory>',
+      '',
+    ].join('\n'),
+  );
+  return { args: ['-X', '-f', join(dir, 'httpd.conf')], pidFile: join(dir, 'httpd.pid') };
+});
+
+serverSuite('nginx', '/usr/sbin/nginx', (dir, port) => {
+  const snippet = pluginOutput(
+    `echo Compresso_Rewrite::nginx_snippet( '/wp-content/uploads', array( 'webp', 'avif' ) );`,
+  );
+  // The snippet's two parts, where it says they go.
+  const split = snippet.indexOf("# Compresso: in the site's server {} block");
+  expect(split).toBeGreaterThan(0);
+  mkdirSync(join(dir, 'tmp'));
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    [
+      `pid ${dir}/nginx.pid;`,
+      `error_log ${dir}/logs/error.log;`,
+      'worker_processes 1;',
+      'events {}',
+      'http {',
+      '  include /etc/nginx/mime.types;',
+      '  access_log off;',
+      ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${dir}/tmp/${t};`),
+      snippet.slice(0, split),
+      '  server {',
+      `    listen 127.0.0.1:${port};`,
+      `    root ${dir}/www;`,
+      snippet.slice(split),
+      '  }',
+      '}',
+      '',
+    ].join('\n'),
+  );
+  return {
+    args: ['-c', join(dir, 'nginx.conf'), '-p', dir, '-g', 'daemon off;'],
+    pidFile: join(dir, 'nginx.pid'),
+  };
 });
