@@ -143,6 +143,7 @@ function describeBatches(backend: Backend): void {
 
         const batch = await alt.createBatch(SITE, request);
         expect(batch).toMatchObject({ state: 'queued', mode: 'template', scope: 'missing', changed: 0 });
+        expect((await alt.activeBatch(SITE))?.id).toBe(batch.id);
         const done = await alt.runBatch(SITE, batch.id);
         expect(done).toMatchObject({ state: 'done', changed: 4, failed: 0, undoneAt: null });
         expect(await altOf(platform, ids[0]!)).toBe('Linen Shirt by Acme, image 1');
@@ -260,11 +261,16 @@ function describeBatches(backend: Backend): void {
           kind: 'skipped',
           reason: 'has_alt',
         });
-        // The batch it made is listed (scope auto) and can be undone; after that it is not written again.
-        const [auto] = await alt.listBatches(SITE);
-        expect(auto).toMatchObject({ scope: 'auto', changed: 1 });
-        await alt.undoBatch(SITE, auto!.id);
+        // A day's automatic writes are one batch (scope auto), listed and undone together; after that
+        // the images are not written again.
+        expect(await alt.autoAltText(SITE, ids[0]!, { mode: 'template' })).toMatchObject({ kind: 'written' });
+        const autos = await alt.listBatches(SITE);
+        expect(autos).toHaveLength(1);
+        expect(autos[0]).toMatchObject({ scope: 'auto', changed: 2, state: 'done' });
+        expect(await alt.activeBatch(SITE)).toBeUndefined();
+        expect(await alt.undoBatch(SITE, autos[0]!.id)).toMatchObject({ restored: 2 });
         expect(await altOf(platform, ids[3]!)).toBeNull();
+        expect(await altOf(platform, ids[0]!)).toBeNull();
         expect(await alt.autoAltText(SITE, ids[3]!, { mode: 'template' })).toEqual({
           kind: 'skipped',
           reason: 'written_before',
@@ -275,6 +281,11 @@ function describeBatches(backend: Backend): void {
         expect(await alt.listBatches(SITE)).toHaveLength(1);
         expect(await alt.autoAltText(SITE, ids[4]!, { mode: 'template' })).toMatchObject({ kind: 'written' });
         expect(await altOf(platform, ids[4]!)).toBe('Stoneware Mug by Kiln & Co');
+        // The day's batch was undone: a new one holds what came after.
+        expect((await alt.listBatches(SITE)).map((b) => [b.changed, b.undoneAt === null])).toEqual([
+          [1, true],
+          [2, false],
+        ]);
       } finally {
         await db.close();
       }
