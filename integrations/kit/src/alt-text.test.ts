@@ -215,11 +215,16 @@ function describeBatches(backend: Backend): void {
           template: '{product_title}',
           scope: 'all',
         });
-        // The first write goes through; the second fails as Shopify being unavailable does (the job's retry).
+        // The first write goes through; the second fails as Shopify being unavailable does (the job's
+        // retry); the third reaches the platform but the answer is lost (a timeout after the write).
         let writes = 0;
         const setAltText = platform.port.setAltText.bind(platform.port);
         platform.port.setAltText = async (...args) => {
           if (++writes === 2) throw new PlatformError('UNAVAILABLE', 'Shopify answered 503');
+          if (writes === 3) {
+            await setAltText(...args);
+            throw new PlatformError('UNAVAILABLE', 'timed out after the write');
+          }
           return setAltText(...args);
         };
         await expect(alt.runBatch(SITE, batch.id)).rejects.toThrow(/503/);
@@ -227,11 +232,12 @@ function describeBatches(backend: Backend): void {
           state: 'running',
           lastError: expect.stringMatching(/503/),
         });
+        await expect(alt.runBatch(SITE, batch.id)).rejects.toThrow(/timed out/);
         // The run again: a non-retryable refusal of one image is counted, the rest are written.
         platform.failNext(SITE, 'alt', new PlatformError('INVALID', 'fileUpdate: refused'));
         const done = await alt.runBatch(SITE, batch.id);
         expect(done).toMatchObject({ state: 'done', changed: 4, failed: 1 });
-        expect(platform.stats.alt).toBe(4); // 1 before the failure, 3 after: none twice
+        expect(platform.stats.alt).toBe(4); // 1 before the failures, 1 whose answer was lost, 2 after: none twice
         const undo = await alt.undoBatch(SITE, batch.id);
         expect(undo).toMatchObject({ restored: 4, failed: 0 });
         expect(await Promise.all(ids.map((id) => altOf(platform, id)))).toEqual([

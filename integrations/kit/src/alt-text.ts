@@ -481,7 +481,13 @@ export function createAltText(options: AltTextOptions): AltText {
             continue;
           }
           if (proposal.proposed === asset.altText) {
-            counts.unchanged++;
+            // Already there: written by an earlier run of this batch that stopped before recording it
+            // (its change is then completed), or the image had this text before.
+            const completed = await sql.run(
+              `UPDATE kit_alt_changes SET state = 'written' WHERE batch_id = ? AND asset_id = ? AND state = 'pending'`,
+              [batchId, asset.id],
+            );
+            if (completed === 0) counts.unchanged++;
             continue;
           }
           try {
