@@ -251,12 +251,6 @@ export function adminAltRouter(deps: {
     return shop;
   }
 
-  async function inProgress(shop: string) {
-    return (await service.listBatches(shop, { limit: 20 })).find(
-      (b) => (b.state === 'queued' || b.state === 'running') && b.scope !== 'auto',
-    );
-  }
-
   router.post('/api/admin/alt-text/preview', async (req: Request, res: Response) => {
     const shop = shopFor(res);
     if (!shop) return;
@@ -312,7 +306,7 @@ export function adminAltRouter(deps: {
       );
       return;
     }
-    const running = await inProgress(shop);
+    const running = await service.activeBatch(shop);
     if (running) {
       res.status(409).json({
         error: {
