@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Clock } from '@compresso/integration-kit';
-import type { RunningProcess } from '@compresso/runtime';
+import type { Config, RunningProcess } from '@compresso/runtime';
 import { startTestServer, type TestServer } from '@compresso/server/testing';
 import type { ShopifyConfig } from './config.ts';
 import { FakeShopify, type FakeShopifyOptions } from './fake/fake-shopify.ts';
@@ -60,6 +60,8 @@ export interface HarnessOptions {
   clock?: Clock;
   /** The Pro plan's daily limit on the Compresso server (shops are provisioned on Pro). */
   dailyLimit?: number;
+  /** More settings of the Compresso server (its AI provider: `openaiApiKey`, `openaiBaseUrl`). */
+  compresso?: Partial<Config>;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -71,6 +73,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     overrides: {
       ...(options.noAdminToken ? {} : { adminToken: ADMIN_TOKEN }),
       ...(options.dailyLimit ? { proDailyLimit: options.dailyLimit } : {}),
+      ...options.compresso,
     },
   });
   let appUrl = '';

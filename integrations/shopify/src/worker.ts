@@ -1,4 +1,3 @@
-import { Compresso } from '@compresso/client';
 import {
   backupStore,
   type Clock,
@@ -14,6 +13,7 @@ import {
 import type { BlobStore, Database, JobContext, JobQueue, Logger, QueueWorker } from '@compresso/runtime';
 import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import type { RestoreJob } from './admin.ts';
+import { compressoClients, shopifyAltText } from './admin-alt.ts';
 import type { ShopifyConfig } from './config.ts';
 import type { ShopStore } from './shop-store.ts';
 import { type ShopifyApiHandle, shopifyPlatform } from './shopify-platform.ts';
@@ -102,7 +102,11 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     ...(deps.fetch ? { fetch: deps.fetch } : {}),
   });
   const backups = backupStore({ blobs: deps.blobs, prefix: 'shopify-backups' });
-  const clients = new Map<string, { key: string; client: Compresso }>();
+  const clientFor = compressoClients({
+    shops,
+    compressoBaseUrl: deps.config.compressoBaseUrl,
+    fetch: deps.fetch,
+  });
   // One optimizer per job, owning its images' leases under the job's id: an optimizer is one lease
   // owner, and the ledger lets an owner take its own lease again — two jobs sharing one (concurrency 2:
   // a webhook and the self-caused one) would both work on the same image, so each job has its own, and
@@ -119,18 +123,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
       clock,
       ...(owner ? { owner } : {}),
       ...(afterStep ? { afterStep } : {}),
-      async client(shop) {
-        const key = await shops.key(shop);
-        if (!key) throw new Error(`${shop} has no Compresso key (connect one in the app)`);
-        const cached = clients.get(shop);
-        if (cached?.key === key) return cached.client;
-        const client = new Compresso(key, {
-          baseUrl: deps.config.compressoBaseUrl,
-          ...(deps.fetch ? { fetch: deps.fetch } : {}),
-        });
-        clients.set(shop, { key, client });
-        return client;
-      },
+      client: clientFor,
       async settings(shop) {
         const record = await shops.find(shop);
         return record ? siteSettings(record.settings) : { enabled: false };
@@ -159,6 +152,8 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
   }
   const optimizer = makeOptimizer();
   const ledger = optimizer.ledger;
+  // Alt text: the batch jobs of the admin, and new product images' alt text per the shop's setting.
+  const altText = shopifyAltText({ db: deps.db, port, shops, logger, clock, client: clientFor });
 
   async function productJob(
     job: JobContext<WebhookJob>,
@@ -203,6 +198,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
       outcomes.push({ assetId, outcome });
       if (outcome.kind !== 'busy') await shops.endQuotaWait(shop, assetId);
       if (outcome.kind === 'retry') retry ??= `${assetId}: ${outcome.kind}`;
+      else if (outcome.kind !== 'busy') await altText.onProductImage(shop, productId, assetId, job.signal);
       logger.info({ shop, product: productId, asset: assetId, outcome: outcome.kind }, 'image');
     }
     // A transient failure (Shopify or the API unavailable) runs the job again after the queue's
@@ -242,7 +238,11 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     // One follow-up per job and reset: adding it again (this handler run twice) changes nothing.
     const base = job.id.replace(/-quota-\d+(-r\d+)?$/, '');
     let jobId = `${base}-quota-${until}`;
-    if (jobId === job.id) jobId = `${base}-quota-${until}-r${clock.now()}`; // the API still said the same reset
+    // The API still said the same reset (our follow-up ran a moment early): the next link of the chain,
+    // numbered — not timed: two links at one instant of a stopped clock would share an id, and the
+    // second add would do nothing, leaving the images with no job to take them.
+    const link = job.id.startsWith(jobId) ? /-r(\d+)$/.exec(job.id) : null;
+    if (jobId === job.id || link) jobId = `${base}-quota-${until}-r${Number(link?.[1] ?? 0) + 1}`;
     const delayMs = Math.max(QUOTA_RESET_MARGIN_MS, Math.ceil(until - clock.now()));
     await deps.queue.add(JOBS.product, { ...job.data, mediaIds: assetIds }, { jobId, delayMs });
     // Recorded after the job exists: the admin shows these images as waiting, until when.
@@ -294,7 +294,12 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
   }
 
   const running = deps.queue.work(
-    { [JOBS.product]: runProductJob, [JOBS.eraseShop]: eraseShop, [JOBS.restore]: restoreJob },
+    {
+      [JOBS.product]: runProductJob,
+      [JOBS.eraseShop]: eraseShop,
+      [JOBS.restore]: restoreJob,
+      ...altText.jobs,
+    },
     { concurrency: deps.concurrency ?? deps.config.workerConcurrency },
   );
 
