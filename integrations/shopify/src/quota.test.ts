@@ -1,8 +1,9 @@
+import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { manualClock } from '@compresso/integration-kit/testing';
 import type { QueueEvent } from '@compresso/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Harness, startHarness } from './test-harness.ts';
+import { API_KEY, API_SECRET, type Harness, startHarness } from './test-harness.ts';
 import { webhookJobId } from './webhooks.ts';
 import type { ProductJobResult } from './worker.ts';
 
@@ -22,6 +23,33 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
 });
+
+/** The embedded admin's status, asked as the page does (an App Bridge session token, HS256 with the app secret). */
+async function adminStatus(shop: string): Promise<{
+  waiting: {
+    count: number;
+    until: string | null;
+    images: { id: string; product_id: string; until: string }[];
+  };
+}> {
+  const now = Math.floor(Date.now() / 1000);
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const body = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({
+    iss: `https://${shop}/admin`,
+    dest: `https://${shop}`,
+    aud: API_KEY,
+    sub: '42',
+    exp: now + 60,
+    nbf: now - 5,
+    iat: now,
+    jti: randomUUID(),
+    sid: randomUUID(),
+  })}`;
+  const token = `${body}.${createHmac('sha256', API_SECRET).update(body).digest('base64url')}`;
+  const res = await fetch(`${h.appUrl}/api/admin/status`, { headers: { authorization: `Bearer ${token}` } });
+  expect(res.status).toBe(200);
+  return res.json() as never;
+}
 
 /** The job's end, waited for on the queue's own events. */
 function finished(id: string): Promise<QueueEvent> {
@@ -75,6 +103,14 @@ describe('the Compresso quota runs out during auto-compression', () => {
       expect(h.fake.file(id)?.bytes.equals(originals[i + 2]!)).toBe(true);
     }
     for (const id of done) expect((await ledger.get(shop, id))?.state).toBe('optimized');
+    // The admin shows them as waiting, with the time of the reset.
+    const before = await adminStatus(shop);
+    expect(before.waiting).toMatchObject({ count: rest.length, until: new Date(MIDNIGHT).toISOString() });
+    expect(before.waiting.images.map((w) => w.id).sort()).toEqual([...rest].sort());
+    expect(before.waiting.images.every((w) => w.product_id === product.id)).toBe(true);
+    const page = await (await fetch(`${h.appUrl}/`)).text();
+    expect(page).toContain('id="waiting"');
+    expect(page).toContain('for your daily Compresso quota to reset at');
 
     // Midnight on the shared clock; the follow-up starts by itself when its delay is over.
     clock.advance(MIDNIGHT - clock.now() + 1);
@@ -87,6 +123,8 @@ describe('the Compresso quota runs out during auto-compression', () => {
       expect(record?.state, record?.lastError ?? '').toBe('optimized');
       expect(h.fake.file(id)!.bytes.length).toBeLessThan(originals[i + 2]!.length);
     }
+    // Their turn came: nothing waits any more.
+    expect((await adminStatus(shop)).waiting).toEqual({ count: 0, until: null, images: [] });
     // No job failed for good on the way (the quota is not a failure).
     expect(events.filter((e) => e.type === 'failed' && !e.willRetry)).toEqual([]);
   }, 120_000);
