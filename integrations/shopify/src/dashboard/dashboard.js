@@ -392,6 +392,20 @@ async function overview() {
 
 // ------------------------------------------------------------------ Bulk
 
+/** What a failure's code means for the merchant; the technical reason is shown under it. */
+const FAILURE_WORDS = {
+  INVALID: 'Shopify sent something that is not a usable image. Check the image on the product, then Retry.',
+  REJECTED: 'Shopify did not accept the smaller file, so the original stays. Retry later.',
+  NOT_FOUND: 'The image is no longer in Shopify (deleted?). Nothing to do.',
+  UNAVAILABLE: 'Shopify or Compresso could not be reached. Retry in a few minutes.',
+  THROTTLED: 'Shopify asked the app to slow down. Retry in a few minutes.',
+  UNAUTHORIZED:
+    'Shopify refused the app’s access. Open the app again from Apps in your Shopify admin, then Retry.',
+  UNSUPPORTED_IMAGE: 'Compresso cannot compress this kind of file. Nothing to do.',
+  FILE_TOO_LARGE: 'The file is larger than Compresso accepts. Nothing to do.',
+  QUOTA_EXCEEDED: 'Today’s quota was used up. Retry after it resets.',
+};
+
 const DONE = {
   start: 'Started. You can leave this page: the work goes on in the background.',
   pause: 'Paused. Resume whenever you like.',
@@ -516,7 +530,7 @@ function bulkBody(data, _mine, refresh) {
           { className: 'stats' },
           h('div', {}, h('strong', {}, bytes(run.bytes_saved)), 'saved'),
           h('div', {}, h('strong', {}, count(run.optimized)), 'compressed'),
-          h('div', {}, h('strong', {}, count(run.skipped)), 'already small'),
+          h('div', {}, h('strong', {}, count(run.skipped)), 'already done or small enough'),
           h('div', {}, h('strong', {}, count(run.failed)), 'failed'),
           active
             ? h(
@@ -615,8 +629,13 @@ function bulkBody(data, _mine, refresh) {
                   'tr',
                   {},
                   h('td', { 'data-label': 'Product' }, f.product_title ?? '—'),
-                  h('td', { 'data-label': 'File' }, f.filename ?? f.asset_id),
-                  h('td', { 'data-label': 'Why' }, f.reason ?? f.code ?? 'unknown'),
+                  h('td', { 'data-label': 'File' }, f.filename ?? 'File name not known yet'),
+                  h(
+                    'td',
+                    { 'data-label': 'Why' },
+                    FAILURE_WORDS[f.code] ?? 'It could not be compressed.',
+                    f.reason ? h('div', { className: 'help' }, `Details: ${f.reason}`) : null,
+                  ),
                   h(
                     'td',
                     {},
