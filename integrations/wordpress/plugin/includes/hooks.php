@@ -24,3 +24,7 @@ add_action( 'shutdown', array( 'Compresso_Optimizer', 'kick' ) );
 // attachment functions (a filter per context, compresso_picture_enabled, turns it off for builders).
 add_filter( 'wp_content_img_tag', array( 'Compresso_Delivery', 'filter_content_img' ), 20, 3 );
 add_filter( 'wp_get_attachment_image', array( 'Compresso_Delivery', 'filter_attachment_image' ), 20, 1 );
+
+// After the settings are saved: the Apache rewrite rules written or removed, then the delivery self-test
+// (what browsers really receive through the site's public URL), switching to <picture> when needed.
+add_filter( 'compresso_settings_saved_messages', array( 'Compresso_Self_Test', 'after_save' ), 10, 2 );

@@ -14,7 +14,10 @@ require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-api-client.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-backups.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-optimizer.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-delivery.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-rewrite.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-self-test.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/settings.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/settings-delivery.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/hooks.php';
 
 /**
@@ -44,8 +47,10 @@ function compresso_activate() {
 }
 
 /**
- * On deactivation: nothing scheduled is left behind. Settings stay (uninstall removes them).
+ * On deactivation: nothing scheduled and no rewrite rule is left behind. Settings stay (uninstall removes them).
  */
 function compresso_deactivate() {
 	wp_unschedule_hook( Compresso_Optimizer::CRON_HOOK );
+	// Rewrite rules would point browsers at copies nothing keeps up to date any more.
+	Compresso_Rewrite::remove();
 }
