@@ -52,6 +52,12 @@ class Compresso_Delivery {
 	 * @return string The tag, or <picture> with <source>s around it.
 	 */
 	public static function wrap( $html, $context ) {
+		// Block themes filter the whole template again ('template') after the post content: an <img>
+		// already wrapped in this request is left alone there, not wrapped a second time.
+		static $wrapped = array();
+		if ( isset( $wrapped[ $html ] ) ) {
+			return $html;
+		}
 		$settings = compresso_get_settings();
 		if ( ( empty( $settings['webp'] ) && empty( $settings['avif'] ) ) || ! apply_filters( 'compresso_picture_enabled', true, $context, $html ) ) {
 			return $html;
@@ -96,6 +102,7 @@ class Compresso_Delivery {
 		if ( '' === $sources ) {
 			return $html;
 		}
+		$wrapped[ $html ] = true;
 		return '<picture class="compresso-picture">' . $sources . $html . '</picture>';
 	}
 

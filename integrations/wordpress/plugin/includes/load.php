@@ -14,6 +14,9 @@ require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-api-client.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-backups.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-optimizer.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-delivery.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-png-to-jpeg.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-lazy.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-media.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/settings.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/hooks.php';
 
