@@ -43,3 +43,7 @@ add_filter( 'attachment_fields_to_edit', array( 'Compresso_Media', 'attachment_f
 add_action( 'admin_post_compresso_compress', array( 'Compresso_Media', 'handle_compress' ) );
 add_action( 'admin_post_compresso_restore', array( 'Compresso_Media', 'handle_restore' ) );
 add_action( 'admin_notices', array( 'Compresso_Media', 'result_notice' ) );
+
+// After the settings are saved: the Apache rewrite rules written or removed, then the delivery self-test
+// (what browsers really receive through the site's public URL), switching to <picture> when needed.
+add_filter( 'compresso_settings_saved_messages', array( 'Compresso_Self_Test', 'after_save' ), 10, 2 );

@@ -17,7 +17,10 @@ require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-delivery.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-png-to-jpeg.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-lazy.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-media.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-rewrite.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-self-test.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/settings.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/settings-delivery.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/hooks.php';
 
 /**
@@ -47,8 +50,10 @@ function compresso_activate() {
 }
 
 /**
- * On deactivation: nothing scheduled is left behind. Settings stay (uninstall removes them).
+ * On deactivation: nothing scheduled and no rewrite rule is left behind. Settings stay (uninstall removes them).
  */
 function compresso_deactivate() {
 	wp_unschedule_hook( Compresso_Optimizer::CRON_HOOK );
+	// Rewrite rules would point browsers at copies nothing keeps up to date any more.
+	Compresso_Rewrite::remove();
 }

@@ -31,6 +31,11 @@ function compresso_default_settings() {
 		'png_to_jpeg_min_saving' => 20,
 		'lazy_load'     => true,
 		'backups'       => true,
+		// Delivery of the WebP/AVIF copies: 'picture', 'rewrite' (server rules) or 'off'; <picture> per
+		// context (post content, the attachment functions themes use).
+		'delivery'           => 'picture',
+		'picture_content'    => true,
+		'picture_attachment' => true,
 	);
 }
 
@@ -158,6 +163,8 @@ function compresso_validate_settings( array $input ) {
 		$settings[ $flag ] = ! empty( $input[ $flag ] );
 	}
 
+	$errors = array_merge( $errors, compresso_validate_delivery_settings( $input, $settings ) );
+
 	return array(
 		'settings'   => $settings,
 		'errors'     => $errors,
@@ -228,6 +235,8 @@ function compresso_save_settings( array $input ) {
 		}
 	}
 	update_option( COMPRESSO_OPTION, $settings, false );
+	// Rewrite rules and the delivery self-test (Compresso_Self_Test::after_save) add their notices here.
+	$messages = apply_filters( 'compresso_settings_saved_messages', $messages, $settings );
 	return array(
 		'ok'       => $ok,
 		'messages' => $messages,
@@ -337,9 +346,11 @@ function compresso_render_settings_page() {
 					<td><input type="number" min="0" max="95" class="small-text" id="compresso-png-to-jpeg-min-saving" name="compresso[png_to_jpeg_min_saving]" value="<?php echo esc_attr( (string) $settings['png_to_jpeg_min_saving'] ); ?>" /> %
 						<p class="description"><?php esc_html_e( 'With PNG-to-JPEG on: a PNG without transparency becomes a JPEG only when the JPEG is at least this much smaller than the uploaded PNG (backups must be on, so that restoring the original can bring the PNG back).', 'compresso' ); ?></p></td>
 				</tr>
+				<?php compresso_render_delivery_rows( $settings ); ?>
 			</table>
 			<?php submit_button( __( 'Save and check the connection', 'compresso' ) ); ?>
 		</form>
+		<?php compresso_render_delivery_report(); ?>
 	</div>
 	<?php
 }
