@@ -5,6 +5,7 @@
  *   node test/bench/metric-check.ts --write              # also rewrite the committed fixtures and recorded scores
  *   node test/bench/metric-check.ts --metric /tmp/old-ssimulacra2.ts   # measure another implementation
  *   node test/bench/metric-check.ts --tool /path/to/ssimulacra2        # the tool elsewhere
+ *   node test/bench/metric-check.ts --near-flat [--write]             # only the near-flat fields
  *
  * The pairs are the ones core/engine/src/metric/reference-agreement.test.ts checks: small ones (16–256
  * px; photos, a screenshot, graphics with and without transparency; square and odd sizes such as
@@ -32,8 +33,13 @@ import { decodeToRgb, type RgbImage } from '../../core/engine/src/metric/index.t
 import {
   encode,
   FIXTURE_DIR,
+  flatField,
   MANIFEST_PATH,
   type Manifest,
+  NEAR_FLAT_GREYS,
+  NEAR_FLAT_SIDES,
+  type NearFlat,
+  nearFlatBound,
   type Pair,
   pairSources,
   readManifest,
@@ -47,8 +53,10 @@ const CORPUS = resolve(REPO, '../shared/corpus');
 const { values: args } = parseArgs({
   options: {
     write: { type: 'boolean', default: false },
+    /** Only the near-flat fields (with --write: record their scores, keep the pairs as they are). */
+    'near-flat': { type: 'boolean', default: false },
     metric: { type: 'string' },
-    tool: { type: 'string', default: '/work/tools/ssimulacra2/ssimulacra2' },
+    tool: { type: 'string', default: '/work/ssim2-build/ssimulacra2' },
   },
 });
 const TOOL = args.tool;
@@ -162,10 +170,12 @@ async function referenceScore(refPng: Buffer, distPng: Buffer, dir: string): Pro
   return score;
 }
 
-const manifest: Manifest = args.write
-  ? { tool: '', sharp: sharp.versions.sharp, vips: sharp.versions.vips, pairs: await writeFixtures() }
-  : readManifest();
-if (args.write) {
+const nearFlatOnly = args['near-flat'];
+const manifest: Manifest =
+  args.write && !nearFlatOnly
+    ? { tool: '', sharp: sharp.versions.sharp, vips: sharp.versions.vips, pairs: await writeFixtures() }
+    : readManifest();
+if (args.write && !nearFlatOnly) {
   const { stderr } = await run(TOOL, []).catch((e: { stderr: string }) => e);
   manifest.tool = stderr.split('\n')[0]!.trim();
 }
@@ -175,7 +185,7 @@ const bands = new Map<string, number>();
 let worst = 0;
 try {
   console.log('kind        size        format  reference  engine     diff');
-  for (const pair of manifest.pairs) {
+  for (const pair of nearFlatOnly ? [] : manifest.pairs) {
     const { reference, distorted } = await pairSources(pair, CORPUS);
     // The tool reads PNGs: sharp's decode of both, alpha kept where the pair has it.
     const asPng = (input: Buffer) =>
@@ -203,6 +213,35 @@ try {
       `${pair.kind.padEnd(11)} ${`${pair.width}×${pair.height}`.padEnd(11)} ${pair.format.padEnd(7)} ${ref.toFixed(2).padStart(9)} ${engine.toFixed(2).padStart(7)} ${diff.toFixed(2).padStart(8)}`,
     );
   }
+  // Near-flat fields (README.quality.md, "Known divergence"): made in code, the tool's scores recorded.
+  console.log('\nnear-flat field  side  reference  engine     diff  bound');
+  const nearFlat: NearFlat[] = [];
+  for (const grey of NEAR_FLAT_GREYS) {
+    for (const side of NEAR_FLAT_SIDES) {
+      const { reference, distorted } = flatField(side, grey);
+      const raw = { raw: { width: side, height: side, channels: 3 as const } };
+      const ref = await referenceScore(
+        await sharp(reference, raw).png().toBuffer(),
+        await sharp(distorted, raw).png().toBuffer(),
+        dir,
+      );
+      const engine = ssimulacra2(
+        { width: side, height: side, data: reference },
+        { width: side, height: side, data: distorted },
+      );
+      const recorded = manifest.nearFlat?.find((f) => f.grey === grey && f.side === side);
+      if (!args.write && recorded && Math.abs(recorded.score - ref) > 0.01) {
+        console.warn(
+          `  recorded ${recorded.score} but the tool now says ${ref.toFixed(4)}: rerun with --write`,
+        );
+      }
+      nearFlat.push({ grey, side, score: Math.round(ref * 1e4) / 1e4 });
+      console.log(
+        `grey ${String(grey).padEnd(11)} ${String(side).padStart(5)} ${ref.toFixed(2).padStart(10)} ${engine.toFixed(2).padStart(7)} ${(engine - ref).toFixed(2).padStart(8)} ${nearFlatBound(side).toFixed(1).padStart(6)}`,
+      );
+    }
+  }
+  if (args.write) manifest.nearFlat = nearFlat;
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -18,6 +18,11 @@ export interface BulkRunnerOptions {
   leaseMs?: number;
   /** Assets listed per page (default 50). */
   pageSize?: number;
+  /**
+   * Assets of a page worked at once (default 1). Downloads, compressions and uploads overlap; the
+   * platform's calls still go through the adapter's pacer. The page is committed when all are done.
+   */
+  concurrency?: number;
   /** Longest single wait before the run's state is read again (default 30 s): a pause from another process is seen within it. */
   pollMs?: number;
   /** Pacing hook called before each asset (after the platform port's own pacer): a site's share of a worker, say. */
@@ -67,6 +72,7 @@ export function createBulkRunner(options: BulkRunnerOptions): BulkRunner {
   const leaseMs = options.leaseMs ?? 120_000;
   const pageSize = options.pageSize ?? 50;
   const pollMs = options.pollMs ?? 30_000;
+  const concurrency = Math.max(1, Math.trunc(options.concurrency ?? 1));
   // Drivers in this process, so a local pause or cancel interrupts a wait at once.
   const local = new Map<string, AbortController>();
 
@@ -163,17 +169,37 @@ export function createBulkRunner(options: BulkRunnerOptions): BulkRunner {
       await runs.finish(id, owner, 'failed', `listing: ${message}`, clock.now());
       return true;
     }
+    if (page.total !== undefined && run.total !== page.total)
+      await runs.setTotal(id, owner, page.total, clock.now());
     const counts = { ...ZERO_COUNTS };
-    for (const asset of page.assets) {
-      run = await hold(id); // also sees a pause or cancel: claim only holds a running run
-      if (both.aborted) throw new Stop();
-      await work(run, asset, counts, both, signal);
-    }
+    const queue = [...page.assets];
+    let stopped: unknown;
+    // `concurrency` lanes take the page's assets one at a time; the first error stops every lane from
+    // taking another (the assets in hand finish), and is thrown once all have.
+    const lane = async () => {
+      while (queue.length > 0 && stopped === undefined) {
+        const asset = queue.shift()!;
+        try {
+          run = await hold(id); // also sees a pause or cancel: claim only holds a running run
+          if (both.aborted) throw new Stop();
+          await work(run, asset, counts, both, signal);
+        } catch (error) {
+          stopped ??= error;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, lane));
+    if (stopped !== undefined) throw stopped;
     // The page is done: its counts and the next cursor in one statement. A driver killed before
     // this line leaves the old cursor, and the next driver's pass over the page finds every
     // asset already settled in the ledger (counted from it, compressed nowhere).
     await runs.commitPage(id, owner, page.cursor, counts, clock.now());
     await options.onProgress?.({ type: 'page', run: (await runs.get(id))! });
+    if (page.waitMs !== undefined && page.assets.length === 0 && page.cursor !== null) {
+      // The platform is still preparing the listing (a bulk operation): its cursor is stored, ask again later.
+      await wait(id, page.waitMs, both);
+      return false;
+    }
     if (page.cursor === null) {
       await runs.finish(id, owner, 'completed', null, clock.now());
       return true;

@@ -92,7 +92,7 @@ function describeLedgerBattery(backend: Backend): void {
         const versions = await kitSql(again).all(
           'SELECT version FROM kit_schema_migrations ORDER BY version',
         );
-        expect(versions.map((r) => Number(r.version))).toEqual([1, 2]);
+        expect(versions.map((r) => Number(r.version))).toEqual([1, 2, 3]);
       } finally {
         await again.close();
       }

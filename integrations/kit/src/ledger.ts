@@ -130,7 +130,7 @@ export interface AssetLedger {
   release(site: string, assetId: string, owner: string): Promise<void>;
   list(site: string, options?: ListAssetsOptions): Promise<AssetRecord[]>;
   totals(site: string): Promise<LedgerTotals>;
-  /** Forget a site's assets and runs (uninstall, shop/redact); the number of asset records removed. */
+  /** Forget a site's assets, runs and alt text batches (uninstall, shop/redact); the number of asset records removed. */
   eraseSite(site: string): Promise<number>;
 }
 
@@ -233,6 +233,8 @@ export function assetLedger(db: Database): AssetLedger {
     },
     async eraseSite(site) {
       await sql.run('DELETE FROM kit_runs WHERE site = ?', [site]);
+      await sql.run('DELETE FROM kit_alt_changes WHERE site = ?', [site]);
+      await sql.run('DELETE FROM kit_alt_batches WHERE site = ?', [site]);
       return sql.run('DELETE FROM kit_assets WHERE site = ?', [site]);
     },
   };

@@ -2,7 +2,7 @@ import type { MigrationSet } from '@compresso/runtime';
 
 /**
  * The kit's tables, in its own namespace (`kit_schema_migrations` records the versions): the asset
- * ledger and the bulk runs. Register before `migrate()` — `openDatabase(config, { migrations:
+ * ledger, the bulk runs and the alt text batches. Register before `migrate()` — `openDatabase(config, { migrations:
  * [KIT_MIGRATIONS] })`, `startProcess({ database: { migrations: [KIT_MIGRATIONS] } })` or
  * `db.registerMigrations(KIT_MIGRATIONS)`. A shipped version is never edited; add the next, to both lists.
  *
@@ -67,6 +67,43 @@ export const KIT_MIGRATIONS: MigrationSet = {
     },
     // The catalog's size when the platform can say (progress as done / total, time left).
     { version: 2, sql: 'ALTER TABLE kit_runs ADD COLUMN total INTEGER' },
+    // Alt text batches and every change they made, with the text it replaced: a batch is undone exactly.
+    {
+      version: 3,
+      sql: `
+        CREATE TABLE kit_alt_batches (
+          id TEXT PRIMARY KEY,
+          site TEXT NOT NULL,
+          mode TEXT NOT NULL,
+          scope TEXT NOT NULL,
+          template TEXT,
+          state TEXT NOT NULL,
+          changed INTEGER NOT NULL DEFAULT 0,
+          unchanged INTEGER NOT NULL DEFAULT 0,
+          failed INTEGER NOT NULL DEFAULT 0,
+          message TEXT,
+          last_error TEXT,
+          created_at INTEGER NOT NULL,
+          updated_at INTEGER NOT NULL,
+          finished_at INTEGER,
+          undone_at INTEGER
+        );
+        CREATE INDEX kit_alt_batches_site ON kit_alt_batches (site, created_at);
+        CREATE TABLE kit_alt_changes (
+          batch_id TEXT NOT NULL,
+          site TEXT NOT NULL,
+          asset_id TEXT NOT NULL,
+          alt_before TEXT,
+          alt_after TEXT NOT NULL,
+          source TEXT NOT NULL,
+          state TEXT NOT NULL,
+          created_at INTEGER NOT NULL,
+          undone_at INTEGER,
+          PRIMARY KEY (batch_id, asset_id)
+        );
+        CREATE INDEX kit_alt_changes_asset ON kit_alt_changes (site, asset_id);
+      `,
+    },
   ],
   postgres: [
     {
@@ -124,5 +161,41 @@ export const KIT_MIGRATIONS: MigrationSet = {
       `,
     },
     { version: 2, sql: 'ALTER TABLE kit_runs ADD COLUMN total integer' },
+    {
+      version: 3,
+      sql: `
+        CREATE TABLE kit_alt_batches (
+          id text PRIMARY KEY,
+          site text NOT NULL,
+          mode text NOT NULL,
+          scope text NOT NULL,
+          template text,
+          state text NOT NULL,
+          changed integer NOT NULL DEFAULT 0,
+          unchanged integer NOT NULL DEFAULT 0,
+          failed integer NOT NULL DEFAULT 0,
+          message text,
+          last_error text,
+          created_at bigint NOT NULL,
+          updated_at bigint NOT NULL,
+          finished_at bigint,
+          undone_at bigint
+        );
+        CREATE INDEX kit_alt_batches_site ON kit_alt_batches (site, created_at);
+        CREATE TABLE kit_alt_changes (
+          batch_id text NOT NULL,
+          site text NOT NULL,
+          asset_id text NOT NULL,
+          alt_before text,
+          alt_after text NOT NULL,
+          source text NOT NULL,
+          state text NOT NULL,
+          created_at bigint NOT NULL,
+          undone_at bigint,
+          PRIMARY KEY (batch_id, asset_id)
+        );
+        CREATE INDEX kit_alt_changes_asset ON kit_alt_changes (site, asset_id);
+      `,
+    },
   ],
 };

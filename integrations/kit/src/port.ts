@@ -27,6 +27,14 @@ export interface PlatformAsset {
 export interface AssetPage {
   assets: PlatformAsset[];
   cursor: string | null;
+  /**
+   * The listing is being prepared on the platform's side (Shopify: a bulk operation still running):
+   * `assets` is empty, and the caller should ask again with `cursor` after this many ms. The cursor
+   * is stored like any other, so a restart keeps waiting for the same preparation.
+   */
+  waitMs?: number | undefined;
+  /** How many images the whole listing holds, when the platform learned it while listing (a bulk operation's count). */
+  total?: number | undefined;
 }
 
 /** An asset's current bytes with its facts (read at the same time, so they describe these bytes). */
@@ -61,6 +69,11 @@ export interface CallOptions {
   signal?: AbortSignal | undefined;
 }
 
+/** `assetContext`'s options: the asset's parent when the caller knows it (a webhook names the product) saves a search. */
+export interface ContextOptions extends CallOptions {
+  parentId?: string | undefined;
+}
+
 export interface ListOptions extends CallOptions {
   /** Resume after this cursor (one a previous page returned); none: from the start. */
   cursor?: string | null | undefined;
@@ -86,6 +99,11 @@ export interface PlatformPort {
   /** The asset's current bytes and facts. An unknown id is `NOT_FOUND`. */
   fetchAsset(site: string, assetId: string, options?: CallOptions): Promise<FetchedAsset>;
   /**
+   * The asset's facts without its bytes (its alt text, say), when the platform can tell without a
+   * download. Optional: the kit falls back to `fetchAsset`. An unknown id is `NOT_FOUND`.
+   */
+  getAsset?(site: string, assetId: string, options?: CallOptions): Promise<PlatformAsset>;
+  /**
    * Put new bytes in place: same id, same URL where the platform has one. Resolves once the new file
    * is live (Shopify: READY); a platform that cannot process it is `REJECTED`, with the old file
    * still in place. Another content type than the asset's is `INVALID`, before any call.
@@ -104,7 +122,7 @@ export interface PlatformPort {
     options?: CallOptions,
   ): Promise<PlatformAsset>;
   /** What the platform knows around the asset. */
-  assetContext(site: string, assetId: string, options?: CallOptions): Promise<AssetContext>;
+  assetContext(site: string, assetId: string, options?: ContextOptions): Promise<AssetContext>;
 }
 
 /** The extension a content type is written with, for checking a replacement keeps the file's kind. */

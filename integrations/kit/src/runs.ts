@@ -76,6 +76,12 @@ export interface RunStore {
     counts: RunCounts,
     now: number,
   ): Promise<boolean>;
+  /**
+   * Correct an ended run's counts by a delta (fields may be negative): an image the run counted as
+   * failed and that a later retry optimized moves from `failed` to `optimized`, so the run's totals
+   * stay equal to the ledger's. No lease: ended runs have no driver.
+   */
+  adjustCounts(id: string, delta: RunCounts, now: number): Promise<boolean>;
   /** Say the run waits (until, why), or no longer (null). */
   setWaiting(
     id: string,
@@ -185,6 +191,15 @@ export function runStore(db: Database): RunStore {
            failed = failed + ?, bytes_before = bytes_before + ?, bytes_after = bytes_after + ?, updated_at = ?
          WHERE id = ? AND lease_owner = ?`,
         [cursor, c.done, c.optimized, c.skipped, c.failed, c.bytesBefore, c.bytesAfter, now, id, owner],
+      );
+      return changed === 1;
+    },
+    async adjustCounts(id, c, now) {
+      const changed = await sql.run(
+        `UPDATE kit_runs SET done = done + ?, optimized = optimized + ?, skipped = skipped + ?, failed = failed + ?,
+           bytes_before = bytes_before + ?, bytes_after = bytes_after + ?, updated_at = ?
+         WHERE id = ?`,
+        [c.done, c.optimized, c.skipped, c.failed, c.bytesBefore, c.bytesAfter, now, id],
       );
       return changed === 1;
     },

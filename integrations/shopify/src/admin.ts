@@ -1,10 +1,14 @@
 import { AuthenticationError, Compresso, PermissionError } from '@compresso/client';
 import { assetLedger } from '@compresso/integration-kit';
-import type { Database, JobQueue } from '@compresso/runtime';
+import type { BlobStore, Database, JobQueue } from '@compresso/runtime';
+import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import express, { type Request, type Response } from 'express';
 import { z } from 'zod';
+import { adminAltRouter } from './admin-alt.ts';
+import { dashboardRouter } from './admin-dashboard.ts';
 import { ShopSettingsSchema, type ShopStore } from './shop-store.ts';
 import type { Session } from './shopify-lib.ts';
+import type { ShopifyApiHandle } from './shopify-platform.ts';
 import { JOBS } from './webhooks.ts';
 
 /** The restore job: images of a shop put back to their originals (by id, or every one the ledger has). */
@@ -29,7 +33,7 @@ const RestoreRequestSchema = z.union([
   z.object({ all: z.literal(true) }).strict(),
 ]);
 
-function problems(error: z.ZodError, body: unknown) {
+export function problems(error: z.ZodError, body: unknown) {
   return error.issues.map((issue) => ({
     field: issue.path.join('.') || '(body)',
     expected: issue.message,
@@ -43,7 +47,7 @@ function problems(error: z.ZodError, body: unknown) {
   }));
 }
 
-function badRequest(res: Response, message: string, details: unknown) {
+export function badRequest(res: Response, message: string, details: unknown) {
   res.status(400).json({ error: { code: 'INVALID_REQUEST', message, details } });
 }
 
@@ -62,6 +66,10 @@ export function adminRouter(deps: {
   /** The Compresso API a merchant's own key is checked against. */
   compressoBaseUrl: string;
   fetch?: typeof fetch;
+  /** For the dashboard: the backup store's blobs, the Shopify API and the sessions. */
+  blobs: BlobStore;
+  api: ShopifyApiHandle;
+  sessions: SessionStorage;
 }): express.Router {
   const { shops, queue } = deps;
   const ledger = assetLedger(deps.db);
@@ -69,6 +77,8 @@ export function adminRouter(deps: {
   const shopOf = (res: Response) => (res.locals.shopify as { session: Session }).session.shop;
 
   router.use('/api/admin', deps.authenticated, express.json({ limit: '16kb' }));
+  router.use(adminAltRouter(deps));
+  router.use(dashboardRouter(deps));
 
   router.get('/api/admin/status', async (_req: Request, res: Response) => {
     const shop = shopOf(res);
@@ -102,7 +112,7 @@ export function adminRouter(deps: {
     if (!parsed.success) {
       badRequest(
         res,
-        'Expected some of {enabled, quality, maxDimension, keepExif}.',
+        'Expected some of {enabled, quality, maxDimension, keepExif, alt_text_mode, alt_text_template}.',
         problems(parsed.error, req.body),
       );
       return;
@@ -165,61 +175,5 @@ export function adminRouter(deps: {
     res.json({ id: job.id, state: job.state, result: job.result ?? null, error: job.failedReason ?? null });
   });
 
-  // The page itself holds no data; it asks the API above with App Bridge's session token.
-  router.get('/', (_req: Request, res: Response) => {
-    res.setHeader('Content-Type', 'text/html; charset=utf-8');
-    res.send(adminPage(deps.apiKey));
-  });
   return router;
-}
-
-function adminPage(apiKey: string): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="shopify-api-key" content="${apiKey.replace(/[^A-Za-z0-9_-]/g, '')}">
-<script src="https://cdn.shopify.com/shopifycloud/app-bridge.js"></script>
-<title>Compresso</title>
-<style>body{font:14px system-ui,sans-serif;margin:1.5rem}table{border-collapse:collapse}td,th{padding:.25rem .6rem;text-align:left}</style>
-</head>
-<body>
-<h1>Compresso</h1>
-<p id="status">Loading…</p>
-<form id="settings">
-<label><input type="checkbox" name="enabled"> Compress new and changed product images</label><br>
-<label>Quality <input name="quality" size="4"> (1–100 or auto)</label>
-<label>Longest side <input name="maxDimension" size="6"> px</label>
-<label><input type="checkbox" name="keepExif"> Keep EXIF</label>
-<button>Save</button>
-</form>
-<h2>Last optimized</h2>
-<table><thead><tr><th>File</th><th>Before</th><th>After</th><th>Saved</th><th></th></tr></thead><tbody id="recent"></tbody></table>
-<p>Shopify's CDN already serves WebP/AVIF and resized copies; what changes here is the stored original.</p>
-<script type="module">
-const $ = (s) => document.querySelector(s);
-async function load() {
-  const s = await (await fetch('/api/admin/status')).json();
-  $('#status').textContent = s.connected ? 'Connected to Compresso (' + s.key_source + ' key). Optimized: ' + s.totals.states.optimized : 'Not connected to Compresso.';
-  const f = $('#settings');
-  f.enabled.checked = s.settings.enabled; f.quality.value = s.settings.quality; f.maxDimension.value = s.settings.maxDimension ?? ''; f.keepExif.checked = s.settings.keepExif;
-  $('#recent').replaceChildren(...s.recent.map((r) => {
-    const tr = document.createElement('tr');
-    for (const v of [r.filename, r.before, r.after, r.saved_percent + ' %']) { const td = document.createElement('td'); td.textContent = v; tr.append(td); }
-    const b = document.createElement('button'); b.textContent = 'Restore';
-    b.onclick = () => fetch('/api/admin/restore', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: [r.id] }) }).then(load);
-    const td = document.createElement('td'); td.append(b); tr.append(td); return tr;
-  }));
-}
-$('#settings').onsubmit = async (e) => {
-  e.preventDefault(); const f = e.target;
-  const q = f.quality.value.trim();
-  await fetch('/api/admin/settings', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({
-    enabled: f.enabled.checked, quality: q === 'auto' ? 'auto' : Number(q), maxDimension: f.maxDimension.value ? Number(f.maxDimension.value) : null, keepExif: f.keepExif.checked }) });
-  load();
-};
-load();
-</script>
-</body>
-</html>`;
 }

@@ -108,6 +108,9 @@ export function createShopifyApp(deps: ShopifyAppDeps): ShopifyApp {
       apiKey: config.shopifyApiKey,
       compressoBaseUrl: config.compressoBaseUrl,
       ...(deps.fetch ? { fetch: deps.fetch } : {}),
+      blobs: deps.blobs,
+      api: shopify.api,
+      sessions,
     }),
   );
 

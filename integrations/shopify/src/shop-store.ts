@@ -1,3 +1,4 @@
+import { checkAltTemplate, DEFAULT_ALT_TEMPLATE } from '@compresso/integration-kit';
 import type { Database } from '@compresso/runtime';
 import { z } from 'zod';
 import type { Sealer } from './sealed.ts';
@@ -13,6 +14,18 @@ export const ShopSettingsSchema = z.object({
   maxDimension: z.number().int().min(16).max(16_384).nullable().default(2048),
   /** Keep EXIF (camera, location) in the replaced file. */
   keepExif: z.boolean().default(false),
+  /**
+   * Alt text for new product images that have none, on arrival: `off`, from `alt_text_template`, or
+   * written by AI through the Compresso API (the template when the server has no AI).
+   */
+  alt_text_mode: z.enum(['off', 'template', 'ai']).default('off'),
+  /** Placeholders: {product_title}, {vendor}, {product_type}, {variant}, {shop_name}, {n}. */
+  alt_text_template: z
+    .string()
+    .superRefine((template, ctx) => {
+      for (const problem of checkAltTemplate(template)) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .default(DEFAULT_ALT_TEMPLATE),
 });
 
 export type ShopSettings = z.infer<typeof ShopSettingsSchema>;

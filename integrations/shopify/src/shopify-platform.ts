@@ -3,7 +3,9 @@ import {
   type AssetPage,
   type CallOptions,
   type Clock,
+  type ContextOptions,
   type FetchedAsset,
+  isPlatformError,
   type ListOptions,
   noPacer,
   type Pacer,
@@ -17,6 +19,7 @@ import {
   type ThrottleStatus,
 } from '@compresso/integration-kit';
 import type { SessionStorage } from '@shopify/shopify-app-session-storage';
+import { BULK_CURSOR, bulkListing } from './bulk-listing.ts';
 import { type Session, shopifyApiLib } from './shopify-lib.ts';
 
 /** What the adapter needs of the configured @shopify/shopify-api (`shopify.api` of the app object). */
@@ -58,6 +61,16 @@ export interface ShopifyPlatformOptions {
   processingTimeoutMs?: number;
   /** THROTTLED answers waited out per call before it fails as retryable (default 20). */
   maxThrottled?: number;
+  /**
+   * How a listing from the start is made (bulk-listing.ts): `bulk` through one bulk query operation
+   * (JSONL, streamed), `incremental` page by page through `products(first, after)`, `auto` (default)
+   * bulk when the shop has more than `bulkThreshold` products (default 250), else incremental.
+   * A listing goes on the way it began (the cursor says which).
+   */
+  listing?: 'auto' | 'bulk' | 'incremental';
+  bulkThreshold?: number;
+  /** How often a running bulk operation is polled (default 2 s). */
+  bulkPollMs?: number;
 }
 
 /** Longest alt text Shopify stores on a file. */
@@ -73,6 +86,7 @@ const COST = {
   node: 3,
   list: 2 + LIST_PAGE * (1 + 2 + 50 * 2),
   context: 1 + 2 + CONTEXT_PAGE * (1 + 2 + 50),
+  product: 1 + 1 + 2 + 50,
   mutation: 10,
 } as const;
 
@@ -113,6 +127,14 @@ const CONTEXT_QUERY = /* GraphQL */ `
       nodes { id title vendor productType media(first: 50) { nodes { id } } }
       pageInfo { hasNextPage endCursor }
     }
+  }
+`;
+
+/** The context of one product, when the media's product is known (a listing or a webhook said). */
+const PRODUCT_CONTEXT_QUERY = /* GraphQL */ `
+  query CompressoProductContext($id: ID!) {
+    shop { name }
+    product(id: $id) { id title vendor productType media(first: 50) { nodes { id } } }
   }
 `;
 
@@ -195,7 +217,19 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
   const productOfMedia = new Map<string, string>();
 
   async function sessionOf(shop: string): Promise<Session> {
-    const session = await options.sessions.loadSession(options.api.session.getOfflineId(shop));
+    let session: Session | undefined;
+    try {
+      session = await options.sessions.loadSession(options.api.session.getOfflineId(shop));
+    } catch (error) {
+      // The database away (restarting): transient, like Shopify being unreachable.
+      throw new PlatformError(
+        'UNAVAILABLE',
+        `The session of ${shop} could not be read: ${(error as Error).message}`,
+        {
+          cause: error,
+        },
+      );
+    }
     if (!session?.accessToken)
       throw new PlatformError('UNAUTHORIZED', `No offline session for ${shop} (not installed).`);
     return session;
@@ -248,6 +282,18 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
         },
       ),
     );
+  }
+
+  const bulk = bulkListing({
+    gql,
+    fetch: doFetch,
+    filenameOf,
+    ...(options.bulkPollMs === undefined ? {} : { pollMs: options.bulkPollMs }),
+  });
+  async function wantsBulk(shop: string, signal?: AbortSignal): Promise<boolean> {
+    const mode = options.listing ?? 'auto';
+    if (mode !== 'auto') return mode === 'bulk';
+    return (await bulk.products(shop, signal)) > (options.bulkThreshold ?? 250);
   }
 
   async function mediaNode(shop: string, id: string, signal?: AbortSignal): Promise<MediaNode> {
@@ -341,6 +387,9 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
 
     async listAssets(shop, listOptions: ListOptions = {}): Promise<AssetPage> {
       const limit = Math.max(1, Math.min(listOptions.limit ?? 50, 250));
+      const cursor = listOptions.cursor ?? null;
+      if (cursor?.startsWith(BULK_CURSOR) || (cursor === null && (await wantsBulk(shop, listOptions.signal))))
+        return bulk.page(shop, cursor, limit, listOptions.signal);
       let { after, skip } = listOptions.cursor ? decodeCursor(listOptions.cursor) : { after: null, skip: 0 };
       const assets: PlatformAsset[] = [];
       // Products are walked a few at a time; the cursor is the product cursor before the current
@@ -430,7 +479,11 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
       }
       const form = new FormData();
       for (const { name, value } of target.parameters) form.append(name, value);
-      form.append('file', new Blob([replacement.bytes], { type: asset.contentType }), filename);
+      form.append(
+        'file',
+        new Blob([replacement.bytes as Uint8Array<ArrayBuffer>], { type: asset.contentType }),
+        filename,
+      );
       let upload: Response;
       try {
         upload = await doFetch(target.url, { method: 'POST', body: form, signal: call.signal ?? null });
@@ -446,8 +499,21 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
       await upload.arrayBuffer();
       if (!upload.ok) throw new PlatformError('UNAVAILABLE', `The staged target answered ${upload.status}`);
       await fileUpdate(shop, { id, originalSource: target.resourceUrl }, call.signal);
-      const done = await waitProcessed(shop, id, call.signal);
-      return assetOf(done);
+      try {
+        return assetOf(await waitProcessed(shop, id, call.signal));
+      } catch (error) {
+        // Shopify took the new file: only FAILED says for sure that the earlier one stays. Anything else
+        // here (the token revoked by an uninstall, the database or Shopify away, the wait cut short)
+        // leaves it unknown whether the new file went live, so it is retryable: the kit keeps the record
+        // `replacing`, and the next run tells from the bytes Shopify serves — never "failed" with the
+        // original's hash while the new file is live.
+        if (isPlatformError(error) && error.code === 'REJECTED') throw error;
+        throw new PlatformError(
+          'UNAVAILABLE',
+          `${id}: Shopify took the new file, then ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
     },
 
     async setAltText(shop, id, altText, call: CallOptions = {}): Promise<PlatformAsset> {
@@ -462,8 +528,38 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
       return assetOf(await mediaNode(shop, id, call.signal));
     },
 
-    async assetContext(shop, id, call: CallOptions = {}): Promise<AssetContext> {
+    async getAsset(shop, id, call: CallOptions = {}): Promise<PlatformAsset> {
+      return assetOf(await mediaNode(shop, id, call.signal));
+    },
+
+    async assetContext(shop, id, call: ContextOptions = {}): Promise<AssetContext> {
       await mediaNode(shop, id, call.signal);
+      // The product known (the caller's hint, or a listing saw it): one query for it, no catalogue walk.
+      const hinted = call.parentId?.startsWith('gid://shopify/Product/') ? call.parentId : undefined;
+      const productId = hinted ?? productOfMedia.get(id);
+      if (productId) {
+        const data: {
+          shop: { name: string };
+          product: {
+            id: string;
+            title: string;
+            vendor: string;
+            productType: string;
+            media: { nodes: { id: string }[] };
+          } | null;
+        } = await gql(shop, COST.product, PRODUCT_CONTEXT_QUERY, { id: productId }, call.signal);
+        const position = data.product?.media.nodes.findIndex((m) => m.id === id) ?? -1;
+        if (data.product && position >= 0) {
+          productOfMedia.set(id, data.product.id);
+          return {
+            siteName: data.shop.name,
+            title: data.product.title,
+            vendor: data.product.vendor,
+            productType: data.product.productType || undefined,
+            position: position + 1,
+          };
+        }
+      }
       let after: string | null = null;
       let siteName: string | undefined;
       for (;;) {

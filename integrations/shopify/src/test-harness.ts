@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Clock } from '@compresso/integration-kit';
-import type { RunningProcess } from '@compresso/runtime';
+import type { Config, RunningProcess } from '@compresso/runtime';
 import { startTestServer, type TestServer } from '@compresso/server/testing';
 import type { ShopifyConfig } from './config.ts';
 import { FakeShopify, type FakeShopifyOptions } from './fake/fake-shopify.ts';
@@ -52,10 +52,14 @@ export interface HarnessOptions {
    * own: the HTTP process only queues, and a second process — `npm run shopify:worker` — works.
    */
   redis?: boolean;
+  /** With `redis`: start no worker here (the test runs its own worker processes). */
+  noWorker?: boolean;
   /** One clock for the app's worker and the Compresso server's quota day (a virtual one crosses midnight at once). */
   clock?: Clock;
   /** The Pro plan's daily limit on the Compresso server (shops are provisioned on Pro). */
   dailyLimit?: number;
+  /** More settings of the Compresso server (its AI provider: `openaiApiKey`, `openaiBaseUrl`). */
+  compresso?: Partial<Config>;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -67,6 +71,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     overrides: {
       ...(options.noAdminToken ? {} : { adminToken: ADMIN_TOKEN }),
       ...(options.dailyLimit ? { proDailyLimit: options.dailyLimit } : {}),
+      ...options.compresso,
     },
   });
   let appUrl = '';
@@ -104,7 +109,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ...(clock ? { clock } : {}),
   };
   const app = await startShopifyApp(common);
-  const worker = options.redis ? await startShopifyWorkerProcess(common) : undefined;
+  const worker = options.redis && !options.noWorker ? await startShopifyWorkerProcess(common) : undefined;
   appUrl = app.app.url;
   const resolve = (url: string) => fake.rewrite(url.startsWith(APP_URL) ? url.replace(APP_URL, appUrl) : url);
 

@@ -1,5 +1,6 @@
 export {
   type Delivery,
+  type FakeEvent,
   type FakeFile,
   type FakeProduct,
   FakeShopify,

@@ -1,4 +1,3 @@
-import { Compresso } from '@compresso/client';
 import {
   backupStore,
   type Clock,
@@ -6,6 +5,7 @@ import {
   createOptimizer,
   type OptimizeOutcome,
   type Optimizer,
+  type OptimizerOptions,
   type RestoreOutcome,
   type SiteSettings,
   systemClock,
@@ -13,6 +13,7 @@ import {
 import type { BlobStore, Database, JobContext, JobQueue, Logger, QueueWorker } from '@compresso/runtime';
 import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import type { RestoreJob } from './admin.ts';
+import { compressoClients, shopifyAltText } from './admin-alt.ts';
 import type { ShopifyConfig } from './config.ts';
 import type { ShopStore } from './shop-store.ts';
 import { type ShopifyApiHandle, shopifyPlatform } from './shopify-platform.ts';
@@ -43,6 +44,15 @@ export interface ProductJobResult {
    * follow-up job, `delayed` in the queue until the quota's reset, which then runs by itself.
    */
   waiting?: { until: number; jobId: string; assetIds: string[] };
+  /** The shop uninstalled while the job ran: the images after `outcomes` were not begun. */
+  stopped?: 'uninstalled';
+}
+
+/** The shop uninstalled while its job ran (checked before an image is replaced). */
+class ShopGone extends Error {
+  constructor(shop: string) {
+    super(`${shop} uninstalled the app`);
+  }
 }
 
 /** Least wait before a quota follow-up: the API's clock may be a moment behind ours at the reset. */
@@ -92,35 +102,58 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     ...(deps.fetch ? { fetch: deps.fetch } : {}),
   });
   const backups = backupStore({ blobs: deps.blobs, prefix: 'shopify-backups' });
-  const clients = new Map<string, { key: string; client: Compresso }>();
-  // One optimizer per job: an optimizer is one lease owner, and the ledger lets an owner take its
-  // own lease again — two jobs sharing one (concurrency 2: a webhook and the self-caused one) would
-  // both work on the same image. Each job its own owner, so the second gets `busy`.
-  const makeOptimizer = () =>
+  const clientFor = compressoClients({
+    shops,
+    compressoBaseUrl: deps.config.compressoBaseUrl,
+    fetch: deps.fetch,
+  });
+  // One optimizer per job, owning its images' leases under the job's id: an optimizer is one lease
+  // owner, and the ledger lets an owner take its own lease again — two jobs sharing one (concurrency 2:
+  // a webhook and the self-caused one) would both work on the same image, so each job has its own, and
+  // the second gets `busy`. The owner is the job id, not a random one, so the same job run again —
+  // after its worker was killed mid-image, or after an attempt that failed with the database or Redis
+  // away — takes its own leases back at once instead of waiting out the dead run's (10 minutes). Two
+  // runs of one job in this process (BullMQ's stalled-job check while the first still runs) share the
+  // optimizer, whose in-flight guard makes the second wait.
+  const makeOptimizer = (owner?: string, afterStep?: OptimizerOptions['afterStep']) =>
     createOptimizer({
       db: deps.db,
       backups,
       port,
       clock,
-      async client(shop) {
-        const key = await shops.key(shop);
-        if (!key) throw new Error(`${shop} has no Compresso key (connect one in the app)`);
-        const cached = clients.get(shop);
-        if (cached?.key === key) return cached.client;
-        const client = new Compresso(key, {
-          baseUrl: deps.config.compressoBaseUrl,
-          ...(deps.fetch ? { fetch: deps.fetch } : {}),
-        });
-        clients.set(shop, { key, client });
-        return client;
-      },
+      ...(owner ? { owner } : {}),
+      ...(afterStep ? { afterStep } : {}),
+      client: clientFor,
       async settings(shop) {
         const record = await shops.find(shop);
         return record ? siteSettings(record.settings) : { enabled: false };
       },
     });
+  const jobOptimizers = new Map<string, { optimizer: Optimizer; runs: number }>();
+  async function withJobOptimizer<T>(jobId: string, work: (optimizer: Optimizer) => Promise<T>): Promise<T> {
+    let entry = jobOptimizers.get(jobId);
+    if (!entry) {
+      // Before the replacement only: once the intent is recorded, the image goes through to the end
+      // (or is refused), so an uninstall never leaves one half-replaced.
+      entry = {
+        optimizer: makeOptimizer(`shopify-job-${jobId}`, async (step, at) => {
+          if (step === 'compressed' && !(await shops.isActive(at.site))) throw new ShopGone(at.site);
+        }),
+        runs: 0,
+      };
+      jobOptimizers.set(jobId, entry);
+    }
+    entry.runs++;
+    try {
+      return await work(entry.optimizer);
+    } finally {
+      if (--entry.runs === 0) jobOptimizers.delete(jobId);
+    }
+  }
   const optimizer = makeOptimizer();
   const ledger = optimizer.ledger;
+  // Alt text: the batch jobs of the admin, and new product images' alt text per the shop's setting.
+  const altText = shopifyAltText({ db: deps.db, port, shops, logger, clock, client: clientFor });
 
   async function productJob(job: JobContext<WebhookJob>): Promise<ProductJobResult> {
     const { shop, productId, mediaIds } = job.data;
@@ -129,40 +162,61 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
       logger.info({ shop, product: productId }, 'product job for a shop no longer installed: dropped');
       return { shop, productId, outcomes };
     }
-    let retry: string | undefined;
-    const mine = makeOptimizer();
-    for (const [index, assetId] of mediaIds.entries()) {
-      let outcome = await mine.optimize(shop, assetId, { signal: job.signal });
-      if (outcome.kind === 'quota') {
-        // The quota is the shop's: the rest would meet it too. They all wait for the reset in a job of
-        // their own, delayed until then; this one completes (nothing failed, no attempt spent).
+    return withJobOptimizer(job.id, async (mine) => {
+      let retry: string | undefined;
+      for (const [index, assetId] of mediaIds.entries()) {
+        // app/uninstalled may arrive while the job runs: the images not begun stay as they are.
+        if (index > 0 && !(await shops.isActive(shop))) return stopped(job, outcomes);
+        let outcome: OptimizeOutcome;
+        try {
+          outcome = await mine.optimize(shop, assetId, { signal: job.signal });
+          if (outcome.kind === 'quota') {
+            // The quota is the shop's: the rest would meet it too. They all wait for the reset in a job
+            // of their own, delayed until then; this one completes (nothing failed, no attempt spent).
+            outcomes.push({ assetId, outcome });
+            const waiting = await waitForQuota(job, mediaIds.slice(index), outcome.resetAt.getTime());
+            logger.info(
+              {
+                shop,
+                product: productId,
+                images: waiting.assetIds.length,
+                until: new Date(waiting.until).toISOString(),
+              },
+              'Compresso quota used up: images wait for its reset',
+            );
+            return { shop, productId, outcomes, waiting };
+          }
+          // Busy: another job holds the image (the webhook its own replacement caused, usually done in
+          // moments). Wait for it here rather than spend one of the job's attempts on it.
+          for (let wait = 100; outcome.kind === 'busy' && wait <= 10_000; wait *= 2) {
+            await clock.sleep(wait, job.signal);
+            outcome = await mine.optimize(shop, assetId, { signal: job.signal });
+          }
+        } catch (error) {
+          // Uninstalled between compression and replacement: nothing was put in place.
+          if (error instanceof ShopGone) return stopped(job, outcomes);
+          throw error;
+        }
         outcomes.push({ assetId, outcome });
-        const waiting = await waitForQuota(job, mediaIds.slice(index), outcome.resetAt.getTime());
-        logger.info(
-          {
-            shop,
-            product: productId,
-            images: waiting.assetIds.length,
-            until: new Date(waiting.until).toISOString(),
-          },
-          'Compresso quota used up: images wait for its reset',
-        );
-        return { shop, productId, outcomes, waiting };
+        if (outcome.kind === 'retry' || outcome.kind === 'busy') retry ??= `${assetId}: ${outcome.kind}`;
+        else await altText.onProductImage(shop, productId, assetId, job.signal);
+        logger.info({ shop, product: productId, asset: assetId, outcome: outcome.kind }, 'image');
       }
-      // Busy: another job holds the image (the webhook its own replacement caused, usually done in
-      // moments). Wait for it here rather than spend one of the job's attempts on it.
-      for (let wait = 100; outcome.kind === 'busy' && wait <= 10_000; wait *= 2) {
-        await clock.sleep(wait, job.signal);
-        outcome = await mine.optimize(shop, assetId, { signal: job.signal });
-      }
-      outcomes.push({ assetId, outcome });
-      if (outcome.kind === 'retry' || outcome.kind === 'busy') retry ??= `${assetId}: ${outcome.kind}`;
-      logger.info({ shop, product: productId, asset: assetId, outcome: outcome.kind }, 'image');
-    }
-    // A transient failure (Shopify or the API unavailable) runs the job again after the queue's
-    // backoff; what was settled stays settled (the ledger).
-    if (retry) throw new Error(`retry later: ${retry}`);
-    return { shop, productId, outcomes };
+      // A transient failure (Shopify or the API unavailable) runs the job again after the queue's
+      // backoff; what was settled stays settled (the ledger). Not for a shop gone meanwhile.
+      if (retry && !(await shops.isActive(shop))) return stopped(job, outcomes);
+      if (retry) throw new Error(`retry later: ${retry}`);
+      return { shop, productId, outcomes };
+    });
+  }
+
+  function stopped(job: JobContext<WebhookJob>, outcomes: ProductJobResult['outcomes']): ProductJobResult {
+    const { shop, productId } = job.data;
+    logger.info(
+      { shop, product: productId, done: outcomes.length, images: job.data.mediaIds.length },
+      'shop uninstalled during the job: stopped',
+    );
+    return { shop, productId, outcomes, stopped: 'uninstalled' };
   }
 
   async function waitForQuota(
@@ -223,7 +277,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
   }
 
   const running = deps.queue.work(
-    { [JOBS.product]: productJob, [JOBS.eraseShop]: eraseShop, [JOBS.restore]: restoreJob },
+    { [JOBS.product]: productJob, [JOBS.eraseShop]: eraseShop, [JOBS.restore]: restoreJob, ...altText.jobs },
     { concurrency: deps.concurrency ?? deps.config.workerConcurrency },
   );
 

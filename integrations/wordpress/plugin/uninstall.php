@@ -1,6 +1,7 @@
 <?php
 /**
- * Uninstall: removes the plugin's options, its per-attachment records and its scheduled events. The
+ * Uninstall: removes the plugin's options, its per-attachment records, its scheduled events and its
+ * rewrite rules in the uploads folder's .htaccess. The
  * backups of originals are kept (they are the only copy of the originals): they are removed only when
  * the site defines COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL as true.
  *
@@ -20,6 +21,10 @@ delete_option( 'compresso_bulk_lock' );
 delete_option( 'compresso_bulk_retry' );
 delete_option( 'compresso_quota' );
 wp_unschedule_hook( 'compresso_bulk_tick' );
+delete_option( 'compresso_delivery_report' );
+// The rewrite rules in the uploads folder's .htaccess (the plugin is not loaded during uninstall).
+require_once __DIR__ . '/includes/class-compresso-rewrite.php';
+Compresso_Rewrite::remove();
 
 if ( defined( 'COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL' ) && COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL ) {
 	$compresso_backups = WP_CONTENT_DIR . '/compresso-backups';

@@ -231,6 +231,9 @@ export function createMemoryPlatform(options: MemoryPlatformOptions = {}): Memor
         return view(asset);
       });
     },
+    async getAsset(site, assetId, { signal }: CallOptions = {}) {
+      return call(site, 'fetch', signal, () => view(assetOf(site, assetId)));
+    },
     async assetContext(site, assetId, { signal }: CallOptions = {}) {
       return call(site, 'context', signal, () => {
         const asset = assetOf(site, assetId);

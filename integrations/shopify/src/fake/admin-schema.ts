@@ -2,7 +2,7 @@
  * The part of Shopify's GraphQL Admin API schema the fake serves: the types, fields, arguments and
  * enums as Shopify's reference documents them (names and nullability kept), reduced to what an
  * image app touches — the shop, products and their media, files, staged uploads, fileUpdate and
- * fileAcknowledgeUpdateFailed, webhook subscriptions. A query outside it fails validation exactly
+ * fileAcknowledgeUpdateFailed, webhook subscriptions, bulk query operations, productsCount. A query outside it fails validation exactly
  * as a misspelt field fails on Shopify ("Field 'x' doesn't exist on type 'Y'").
  */
 export const ADMIN_SDL = /* GraphQL */ `
@@ -345,8 +345,77 @@ type WebhookSubscriptionDeletePayload {
   userErrors: [UserError!]!
 }
 
+enum BulkOperationStatus {
+  CANCELED
+  CANCELING
+  COMPLETED
+  CREATED
+  EXPIRED
+  FAILED
+  RUNNING
+}
+
+enum BulkOperationType {
+  MUTATION
+  QUERY
+}
+
+enum BulkOperationErrorCode {
+  ACCESS_DENIED
+  INTERNAL_SERVER_ERROR
+  TIMEOUT
+}
+
+type BulkOperation implements Node {
+  id: ID!
+  completedAt: DateTime
+  createdAt: DateTime!
+  errorCode: BulkOperationErrorCode
+  fileSize: UnsignedInt64
+  objectCount: UnsignedInt64!
+  partialDataUrl: URL
+  query: String!
+  rootObjectCount: UnsignedInt64!
+  status: BulkOperationStatus!
+  type: BulkOperationType!
+  url: URL
+}
+
+enum BulkOperationUserErrorCode {
+  INVALID
+  OPERATION_IN_PROGRESS
+}
+
+type BulkOperationUserError {
+  code: BulkOperationUserErrorCode
+  field: [String!]
+  message: String!
+}
+
+type BulkOperationRunQueryPayload {
+  bulkOperation: BulkOperation
+  userErrors: [BulkOperationUserError!]!
+}
+
+type BulkOperationCancelPayload {
+  bulkOperation: BulkOperation
+  userErrors: [UserError!]!
+}
+
+enum CountPrecision {
+  AT_LEAST
+  EXACT
+}
+
+type Count {
+  count: Int!
+  precision: CountPrecision!
+}
+
 type Query {
   shop: Shop!
+  currentBulkOperation(type: BulkOperationType = QUERY): BulkOperation
+  productsCount(query: String, limit: Int = 10000): Count
   currentAppInstallation: AppInstallation!
   node(id: ID!): Node
   nodes(ids: [ID!]!): [Node]!
@@ -367,6 +436,8 @@ type Query {
 }
 
 type Mutation {
+  bulkOperationRunQuery(query: String!, groupObjects: Boolean! = true): BulkOperationRunQueryPayload
+  bulkOperationCancel(id: ID!): BulkOperationCancelPayload
   stagedUploadsCreate(input: [StagedUploadInput!]!): StagedUploadsCreatePayload
   fileUpdate(files: [FileUpdateInput!]!): FileUpdatePayload
   fileAcknowledgeUpdateFailed(fileIds: [ID!]!): FileAcknowledgeUpdateFailedPayload

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { buildSchema, type GraphQLSchema, graphql, parse, validate } from 'graphql';
 import sharp from 'sharp';
 import { ADMIN_SDL } from './admin-schema.ts';
+import { bulkLines, bulkQueryProblem, bulkView, type FakeBulkOperation } from './bulk.ts';
 import { CostBucket, requestedCost } from './cost.ts';
 
 /**
@@ -37,6 +38,12 @@ export interface FakeShopifyOptions {
   /** The bucket's clock in ms (default performance.now): a test's virtual clock drives the refill. */
   now?: () => number;
 }
+
+/** See FakeShopify.onEvent. */
+export type FakeEvent =
+  | { kind: 'download'; shop: string; fileId: string }
+  | { kind: 'upload'; shop: string; filename: string }
+  | { kind: 'fileUpdate' | 'fileUpdated'; shop: string; fileIds: string[] };
 
 export type FileStatus = 'UPLOADED' | 'PROCESSING' | 'READY' | 'FAILED';
 
@@ -162,9 +169,30 @@ export class FakeShopify {
    * however slow the machine (no race with the queue's backoff).
    */
   readonly cdnFaults = new CdnFaults();
+  /**
+   * A test's hook at a moment of an image's replacement, awaited before the fake goes on: `download`
+   * (the CDN is about to serve a file's bytes), `upload`
+   * (the staged bytes are stored, the uploader not yet answered), `fileUpdate` (a fileUpdate with a new
+   * originalSource arrived, not yet applied), `fileUpdated` (applied, not yet answered). Fault tests
+   * stop Redis or the database, uninstall the shop or kill the worker exactly there.
+   */
+  onEvent: ((event: FakeEvent) => void | Promise<void>) | undefined;
   /** GraphQL requests answered, THROTTLED ones included. */
   graphqlRequests = 0;
   throttledRequests = 0;
+  /**
+   * Per shop, what the Admin API calls spent: the dearest single request and the lowest the bucket
+   * fell to after a charged request (a THROTTLED answer charges nothing) — what a test checks a
+   * paced client against.
+   */
+  readonly costStats = new Map<
+    string,
+    { maxRequestedCost: number; lowestAvailable: number; maximumAvailable: number }
+  >();
+  /** While true, bulk operations stay RUNNING after their result is ready, until `finishBulk()`. */
+  holdBulk = false;
+  private readonly bulkOps = new Map<string, FakeBulkOperation>();
+  private readonly bulkHeld = new Set<() => void>();
 
   private server: Server | undefined;
   private base = '';
@@ -400,6 +428,7 @@ export class FakeShopify {
       return send(res, 404, 'Not Found');
     }
     if (parts[0] === 'upload' && parts[1]) return this.upload(parts[1], req, res);
+    if (parts[0] === 'bulk' && parts[1] && req.method === 'GET') return this.bulkResult(parts[1], res);
     if (parts[0] === 'cdn' && req.method === 'GET') return this.cdn(parts, res);
     send(res, 404, 'Not Found');
   }
@@ -493,7 +522,9 @@ export class FakeShopify {
       });
     }
     const cost = requestedCost(document, request.variables ?? {});
-    if (!state.bucket.take(cost)) {
+    const charged = state.bucket.take(cost);
+    if (charged) this.recordCost(shop, cost, state.bucket.status());
+    if (!charged) {
       this.throttledRequests += 1;
       return send(res, 200, {
         errors: [
@@ -507,6 +538,12 @@ export class FakeShopify {
         },
       });
     }
+    const replacing = (request.variables?.files as { id?: unknown; originalSource?: unknown }[] | undefined)
+      ?.filter((f) => typeof f?.id === 'string' && f.originalSource !== undefined)
+      .map((f) => f.id as string);
+    const hooked =
+      this.onEvent && /\bfileUpdate\s*\(/.test(request.query) && replacing?.length ? replacing : [];
+    if (hooked.length) await this.onEvent?.({ kind: 'fileUpdate', shop, fileIds: hooked });
     const result = await graphql({
       schema: this.schema,
       source: request.query,
@@ -514,6 +551,7 @@ export class FakeShopify {
       variableValues: request.variables ?? {},
       ...(request.operationName ? { operationName: request.operationName } : {}),
     });
+    if (hooked.length) await this.onEvent?.({ kind: 'fileUpdated', shop, fileIds: hooked });
     send(res, 200, {
       ...(result.errors ? { errors: result.errors.map((e) => ({ message: e.message, path: e.path })) } : {}),
       ...(result.data ? { data: result.data } : {}),
@@ -543,6 +581,7 @@ export class FakeShopify {
     const file = form.get('file');
     if (!(file instanceof Blob)) return send(res, 400, '<Error><Code>InvalidArgument</Code></Error>');
     staged.bytes = Buffer.from(await file.arrayBuffer());
+    await this.onEvent?.({ kind: 'upload', shop: staged.shop, filename: staged.filename });
     send(res, 201, '<PostResponse></PostResponse>', { 'content-type': 'application/xml' });
   }
 
@@ -566,6 +605,7 @@ export class FakeShopify {
       res.socket?.destroy();
       return;
     }
+    await this.onEvent?.({ kind: 'download', shop: file.shop, fileId: file.id });
     const bytes =
       fault === 'not-image'
         ? Buffer.from('<!doctype html><title>Bad gateway</title><p>Try again.</p>\n')
@@ -576,10 +616,11 @@ export class FakeShopify {
 
   // ---------------------------------------------------------------- GraphQL resolvers
 
-  private resolvers(shop: string, state: ShopState, token: string) {
+  /** `unpaged`: connections return every node (a bulk operation's run of the query). */
+  private resolvers(shop: string, state: ShopState, token: string, unpaged = false) {
     const page = <T>(items: T[], args: { first?: number; after?: string }, cursorOf: (t: T) => string) => {
-      const start = args.after ? items.findIndex((t) => cursorOf(t) === args.after) + 1 : 0;
-      const size = Math.min(args.first ?? 50, 250);
+      const start = args.after && !unpaged ? items.findIndex((t) => cursorOf(t) === args.after) + 1 : 0;
+      const size = unpaged ? items.length : Math.min(args.first ?? 50, 250);
       const slice = items.slice(start, start + size);
       return {
         edges: slice.map((node) => ({ cursor: cursorOf(node), node })),
@@ -630,6 +671,8 @@ export class FakeShopify {
       if (product?.shop === shop) return productView(product);
       const sub = this.subscriptions.get(id);
       if (sub?.shop === shop) return subscriptionView(sub);
+      const op = this.bulkOps.get(id);
+      if (op?.shop === shop) return this.bulkView(op);
       return null;
     };
     const ownProducts = () => [...this.products.values()].filter((p) => p.shop === shop);
@@ -651,6 +694,24 @@ export class FakeShopify {
           .map((handle) => ({ handle, description: handle })),
       }),
       node: ({ id }: { id: string }) => nodeOf(id),
+      currentBulkOperation: ({ type }: { type?: string }) => {
+        if (type === 'MUTATION') return null;
+        const mine = [...this.bulkOps.values()].filter((op) => op.shop === shop);
+        const last = mine[mine.length - 1];
+        return last ? this.bulkView(last) : null;
+      },
+      productsCount: () => ({ count: ownProducts().length, precision: 'EXACT' }),
+      bulkOperationRunQuery: ({ query }: { query: string }) => this.runBulkQuery(shop, state, query),
+      bulkOperationCancel: ({ id }: { id: string }) => {
+        const op = this.bulkOps.get(id);
+        if (!op || op.shop !== shop)
+          return {
+            bulkOperation: null,
+            userErrors: [{ field: ['id'], message: 'Bulk operation does not exist' }],
+          };
+        if (op.status === 'CREATED' || op.status === 'RUNNING') op.status = 'CANCELING';
+        return { bulkOperation: this.bulkView(op), userErrors: [] };
+      },
       nodes: ({ ids }: { ids: string[] }) => ids.map(nodeOf),
       product: ({ id }: { id: string }) => {
         const product = this.products.get(id);
@@ -810,6 +871,145 @@ export class FakeShopify {
         return { deletedWebhookSubscriptionId: id, userErrors: [] };
       },
     };
+  }
+
+  // ---------------------------------------------------------------- bulk operations (see bulk.ts)
+
+  /** A bulk operation by id, as the fake holds it (tests look at status and counts). */
+  bulkOperation(id: string): FakeBulkOperation | undefined {
+    return this.bulkOps.get(id);
+  }
+
+  /** Bulk operations held by `holdBulk` complete. */
+  finishBulk(): void {
+    for (const release of [...this.bulkHeld]) release();
+  }
+
+  private bulkView(op: FakeBulkOperation) {
+    return bulkView(op, `${this.base}/bulk/${op.token}/bulk-${gidNumber(op.id)}.jsonl`);
+  }
+
+  private recordCost(
+    shop: string,
+    cost: number,
+    status: { currentlyAvailable: number; maximumAvailable: number },
+  ) {
+    const stats = this.costStats.get(shop) ?? {
+      maxRequestedCost: 0,
+      lowestAvailable: status.maximumAvailable,
+      maximumAvailable: status.maximumAvailable,
+    };
+    stats.maxRequestedCost = Math.max(stats.maxRequestedCost, cost);
+    stats.lowestAvailable = Math.min(stats.lowestAvailable, status.currentlyAvailable);
+    this.costStats.set(shop, stats);
+  }
+
+  private runBulkQuery(shop: string, state: ShopState, query: string) {
+    const problem = bulkQueryProblem(this.schema, query);
+    if (problem)
+      return { bulkOperation: null, userErrors: [{ code: 'INVALID', field: ['query'], message: problem }] };
+    const running = [...this.bulkOps.values()].find(
+      (op) =>
+        op.shop === shop && (op.status === 'CREATED' || op.status === 'RUNNING' || op.status === 'CANCELING'),
+    );
+    if (running) {
+      return {
+        bulkOperation: null,
+        userErrors: [
+          {
+            code: 'OPERATION_IN_PROGRESS',
+            field: null,
+            message: `A bulk query operation for this app and shop is already in progress: ${running.id}.`,
+          },
+        ],
+      };
+    }
+    const op: FakeBulkOperation = {
+      id: `gid://shopify/BulkOperation/${this.nextId++}`,
+      shop,
+      query,
+      type: 'QUERY',
+      status: 'CREATED',
+      errorCode: null,
+      objectCount: 0,
+      rootObjectCount: 0,
+      createdAt: new Date().toISOString(),
+      completedAt: null,
+      token: randomBytes(12).toString('hex'),
+    };
+    this.bulkOps.set(op.id, op);
+    setImmediate(() => void this.executeBulk(op, state));
+    return { bulkOperation: this.bulkView(op), userErrors: [] };
+  }
+
+  private async executeBulk(op: FakeBulkOperation, state: ShopState): Promise<void> {
+    if (canceling(op)) {
+      op.status = 'CANCELED';
+      return;
+    }
+    op.status = 'RUNNING';
+    const result = await graphql({
+      schema: this.schema,
+      source: op.query,
+      rootValue: this.resolvers(op.shop, state, '', true),
+    });
+    if (result.errors || !result.data) {
+      op.status = 'FAILED';
+      op.errorCode = 'INTERNAL_SERVER_ERROR';
+      return;
+    }
+    const counts = { objects: 0, roots: 0 };
+    const chunks: Buffer[] = [];
+    let n = 0;
+    for (const line of bulkLines(result.data as Record<string, unknown>, counts)) {
+      chunks.push(Buffer.from(`${line}\n`));
+      op.objectCount = counts.objects;
+      op.rootObjectCount = counts.roots;
+      // Counts grow while it runs, as Shopify's do; a pollier sees RUNNING with a partial count.
+      if (++n % 500 === 0) await new Promise((resolve) => setImmediate(resolve));
+      if (canceling(op)) break;
+    }
+    if (this.holdBulk) {
+      await new Promise<void>((resolve) => {
+        const release = () => {
+          this.bulkHeld.delete(release);
+          resolve();
+        };
+        this.bulkHeld.add(release);
+      });
+    }
+    if (canceling(op)) {
+      op.status = 'CANCELED';
+      return;
+    }
+    op.jsonl = Buffer.concat(chunks);
+    op.status = 'COMPLETED';
+    op.completedAt = new Date().toISOString();
+    this.notify();
+  }
+
+  private bulkResult(token: string, res: ServerResponse): void {
+    const op = [...this.bulkOps.values()].find((o) => o.token === token);
+    if (!op?.jsonl || op.status !== 'COMPLETED') {
+      send(res, 403, '<Error><Code>AccessDenied</Code></Error>');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/jsonl', 'content-length': String(op.jsonl.length) });
+    // Written in pieces, as a large file arrives: a reader must not assume whole lines per chunk.
+    const body = op.jsonl;
+    let at = 0;
+    const next = () => {
+      while (at < body.length) {
+        const piece = body.subarray(at, at + 16 * 1024 + 7);
+        at += piece.length;
+        if (!res.write(piece)) {
+          res.once('drain', next);
+          return;
+        }
+      }
+      res.end();
+    };
+    next();
   }
 
   private mediaView(file: FakeFile) {
@@ -1123,4 +1323,9 @@ export class CdnFaults extends Map<string, CdnFault> {
     super.clear();
     for (const id of ids) this.delete(id);
   }
+}
+
+/** Read afresh each time: a cancel arrives from another request while the operation runs. */
+function canceling(op: { status: string }): boolean {
+  return op.status === 'CANCELING';
 }

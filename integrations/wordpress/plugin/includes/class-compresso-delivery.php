@@ -53,9 +53,55 @@ class Compresso_Delivery {
 	 */
 	public static function wrap( $html, $context ) {
 		$settings = compresso_get_settings();
-		if ( ( empty( $settings['webp'] ) && empty( $settings['avif'] ) ) || ! apply_filters( 'compresso_picture_enabled', true, $context, $html ) ) {
+		if ( ! self::picture_on( $settings, $context ) || ! apply_filters( 'compresso_picture_enabled', true, $context, $html ) ) {
 			return $html;
 		}
+		$formats = array();
+		foreach ( array_keys( self::FORMATS ) as $format ) {
+			if ( ! empty( $settings[ $format ] ) ) {
+				$formats[] = $format;
+			}
+		}
+		return self::picture(
+			$html,
+			$formats,
+			static function ( $url, $format ) {
+				$path = self::path_of( $url );
+				return null !== $path && is_file( $path . '.' . $format );
+			}
+		);
+	}
+
+	/**
+	 * Whether the settings deliver <picture> in a context: delivery is 'picture' (not 'rewrite' or
+	 * 'off'), and the context's own switch is on (post content, or the attachment functions themes use).
+	 *
+	 * @param array  $settings The plugin's settings.
+	 * @param string $context  'content:<core context>' or 'attachment'.
+	 * @return bool
+	 */
+	public static function picture_on( array $settings, $context ) {
+		if ( ( isset( $settings['delivery'] ) ? $settings['delivery'] : 'picture' ) !== 'picture' ) {
+			return false;
+		}
+		if ( 0 === strpos( (string) $context, 'content:' ) ) {
+			return ! isset( $settings['picture_content'] ) || ! empty( $settings['picture_content'] );
+		}
+		if ( 'attachment' === $context ) {
+			return ! isset( $settings['picture_attachment'] ) || ! empty( $settings['picture_attachment'] );
+		}
+		return true;
+	}
+
+	/**
+	 * The <picture> markup for an <img> tag (a pure function of its arguments).
+	 *
+	 * @param string   $html        An <img> tag.
+	 * @param string[] $formats     The formats to offer ('avif', 'webp'); offered AVIF first.
+	 * @param callable $has_sibling function( $url, $format ): bool, whether $url has a sibling file.
+	 * @return string The tag unchanged, or <picture> with one <source> per format around it.
+	 */
+	public static function picture( $html, array $formats, callable $has_sibling ) {
 		if ( ! preg_match( '/^<img\s/i', ltrim( $html ) ) ) {
 			return $html;
 		}
@@ -68,7 +114,7 @@ class Compresso_Delivery {
 		$candidates = '' !== $srcset ? array_map( 'trim', explode( ',', $srcset ) ) : array( $src );
 		$sources    = '';
 		foreach ( self::FORMATS as $format => $mime ) {
-			if ( empty( $settings[ $format ] ) ) {
+			if ( ! in_array( $format, $formats, true ) ) {
 				continue;
 			}
 			$out  = array();
@@ -76,10 +122,9 @@ class Compresso_Delivery {
 			foreach ( $candidates as $candidate ) {
 				$parts = preg_split( '/\s+/', $candidate, 2 );
 				$url   = $parts[0];
-				$path  = self::path_of( $url );
 				// A size whose sibling was not smaller keeps its own URL in the source: dropping it
 				// would make the browser pick a larger sibling for that width.
-				$has   = null !== $path && is_file( $path . '.' . $format );
+				$has   = (bool) call_user_func( $has_sibling, $url, $format );
 				$used  = $used || $has;
 				$out[] = ( $has ? $url . '.' . $format : $url ) . ( isset( $parts[1] ) ? ' ' . $parts[1] : '' );
 			}

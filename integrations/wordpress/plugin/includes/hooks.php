@@ -37,3 +37,6 @@ add_action( 'admin_enqueue_scripts', 'compresso_enqueue_bulk_page' );
 if ( defined( 'WP_CLI' ) && WP_CLI ) {
 	WP_CLI::add_command( 'compresso', 'Compresso_Cli' );
 }
+// After the settings are saved: the Apache rewrite rules written or removed, then the delivery self-test
+// (what browsers really receive through the site's public URL), switching to <picture> when needed.
+add_filter( 'compresso_settings_saved_messages', array( 'Compresso_Self_Test', 'after_save' ), 10, 2 );

@@ -14,6 +14,8 @@ require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-api-client.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-backups.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-optimizer.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-delivery.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-rewrite.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-self-test.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/settings.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-bulk.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/rest-api.php';
@@ -21,6 +23,7 @@ require_once COMPRESSO_PLUGIN_DIR . 'includes/bulk-page.php';
 if ( defined( 'WP_CLI' ) && WP_CLI ) {
 	require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-cli.php';
 }
+require_once COMPRESSO_PLUGIN_DIR . 'includes/settings-delivery.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/hooks.php';
 
 /**
@@ -50,9 +53,11 @@ function compresso_activate() {
 }
 
 /**
- * On deactivation: nothing scheduled is left behind. Settings stay (uninstall removes them).
+ * On deactivation: nothing scheduled and no rewrite rule is left behind. Settings stay (uninstall removes them).
  */
 function compresso_deactivate() {
 	wp_unschedule_hook( Compresso_Optimizer::CRON_HOOK );
 	wp_unschedule_hook( Compresso_Bulk::CRON_HOOK );
+	// Rewrite rules would point browsers at copies nothing keeps up to date any more.
+	Compresso_Rewrite::remove();
 }

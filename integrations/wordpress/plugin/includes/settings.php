@@ -29,6 +29,11 @@ function compresso_default_settings() {
 		'png_to_jpeg'   => false,
 		'lazy_load'     => true,
 		'backups'       => true,
+		// Delivery of the WebP/AVIF copies: 'picture', 'rewrite' (server rules) or 'off'; <picture> per
+		// context (post content, the attachment functions themes use).
+		'delivery'           => 'picture',
+		'picture_content'    => true,
+		'picture_attachment' => true,
 	);
 }
 
@@ -146,6 +151,8 @@ function compresso_validate_settings( array $input ) {
 		$settings[ $flag ] = ! empty( $input[ $flag ] );
 	}
 
+	$errors = array_merge( $errors, compresso_validate_delivery_settings( $input, $settings ) );
+
 	return array(
 		'settings'   => $settings,
 		'errors'     => $errors,
@@ -216,6 +223,8 @@ function compresso_save_settings( array $input ) {
 		}
 	}
 	update_option( COMPRESSO_OPTION, $settings, false );
+	// Rewrite rules and the delivery self-test (Compresso_Self_Test::after_save) add their notices here.
+	$messages = apply_filters( 'compresso_settings_saved_messages', $messages, $settings );
 	return array(
 		'ok'       => $ok,
 		'messages' => $messages,
@@ -320,9 +329,11 @@ function compresso_render_settings_page() {
 						?>
 					</fieldset></td>
 				</tr>
+				<?php compresso_render_delivery_rows( $settings ); ?>
 			</table>
 			<?php submit_button( __( 'Save and check the connection', 'compresso' ) ); ?>
 		</form>
+		<?php compresso_render_delivery_report(); ?>
 	</div>
 	<?php
 }

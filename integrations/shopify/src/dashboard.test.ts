@@ -1,0 +1,327 @@
+/// <reference lib="dom" />
+// The DOM types are for the callbacks these tests run inside the page (page.evaluate and friends).
+import { createHmac, randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import type { QueueEvent } from '@compresso/runtime';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_KEY, API_SECRET, type Harness, startHarness } from './test-harness.ts';
+import { webhookJobId } from './webhooks.ts';
+
+/**
+ * The merchant's dashboard in real Chromium: the page as the app serves it, App Bridge replaced by a
+ * local stand-in (no internet here) whose `shopify.idToken()` mints a real session token — HS256
+ * signed with the app secret, for the API key the page's <meta> names — so every call goes through
+ * the app's real session-token check, against the fake Shopify and the real /api/v1 server. One
+ * browser launch; screenshots of each screen at desktop (1280) and phone (390) widths.
+ */
+
+const CORPUS = new URL('../../../../shared/corpus/', import.meta.url);
+const SHOTS = new URL('../screenshots/', import.meta.url);
+const CHROMIUM = '/usr/bin/chromium';
+const APP_BRIDGE = 'https://cdn.shopify.com/shopifycloud/app-bridge.js';
+const WIDTHS = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
+
+/** The stand-in for Shopify's CDN script: `shopify.idToken()` signs a session token in the page (WebCrypto). */
+function appBridgeStandIn(shop: string): string {
+  return `(() => {
+  const SECRET = ${JSON.stringify(API_SECRET)};
+  const SHOP = ${JSON.stringify(shop)};
+  const enc = new TextEncoder();
+  const b64url = (bytes) => btoa(String.fromCharCode(...new Uint8Array(bytes))).replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, '');
+  const apiKey = document.querySelector('meta[name="shopify-api-key"]')?.content ?? '';
+  window.__tokens = 0;
+  window.shopify = {
+    config: { apiKey, shop: SHOP },
+    async idToken() {
+      const now = Math.floor(Date.now() / 1000);
+      const part = (o) => b64url(enc.encode(JSON.stringify(o)));
+      const body = part({ alg: 'HS256', typ: 'JWT' }) + '.' + part({ iss: 'https://' + SHOP + '/admin', dest: 'https://' + SHOP, aud: apiKey, sub: '42', exp: now + 60, nbf: now - 5, iat: now, jti: crypto.randomUUID(), sid: crypto.randomUUID() });
+      const key = await crypto.subtle.importKey('raw', enc.encode(SECRET), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+      window.__tokens++;
+      return body + '.' + b64url(await crypto.subtle.sign('HMAC', key, enc.encode(body)));
+    },
+  };
+  customElements.define('ui-nav-menu', class extends HTMLElement {});
+})();`;
+}
+
+/** The same token from Node, for the test's own calls to the JSON API. */
+function sessionToken(forShop: string): string {
+  const now = Math.floor(Date.now() / 1000);
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const body = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({
+    iss: `https://${forShop}/admin`,
+    dest: `https://${forShop}`,
+    aud: API_KEY,
+    sub: '42',
+    exp: now + 60,
+    nbf: now - 5,
+    iat: now,
+    jti: randomUUID(),
+    sid: randomUUID(),
+  })}`;
+  return `${body}.${createHmac('sha256', API_SECRET).update(body).digest('base64url')}`;
+}
+
+let h: Harness;
+let shop: string;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+const problems: string[] = [];
+const events: QueueEvent[] = [];
+const originals = new Map<string, Buffer>();
+const productIds: string[] = [];
+/** Routes the other parts of the issue add; until they are merged, the screens say "not available" (a 404 the page handles). */
+const notYet = ['/api/admin/bulk', '/api/admin/alt-text/batches'];
+
+function finished(id: string): Promise<void> {
+  const done = (e: QueueEvent) => e.type === 'completed' && e.id === id;
+  if (events.some(done)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const stop = h.app.queue.on((e) => {
+      if (done(e)) {
+        stop();
+        resolve();
+      }
+    });
+  });
+}
+
+async function api<T>(path: string): Promise<T> {
+  const res = await fetch(`${h.appUrl}${path}`, {
+    headers: { authorization: `Bearer ${sessionToken(shop)}` },
+  });
+  expect(res.status).toBe(200);
+  return (await res.json()) as T;
+}
+
+/** Open a screen as the Shopify admin does (its query string), and wait for the script to draw it. */
+async function open(path: string) {
+  await page.goto(
+    `${h.appUrl}${path}?embedded=1&shop=${shop}&host=${Buffer.from(`admin.shopify.com/store/${shop}`).toString('base64url')}`,
+  );
+  // A new document: ready once the script has drawn the screen.
+  await page.waitForFunction(() => document.body.dataset.ready !== undefined);
+}
+
+async function shoot(name: string) {
+  mkdirSync(SHOTS, { recursive: true });
+  for (const [width, size] of Object.entries(WIDTHS)) {
+    await page.setViewportSize(size);
+    await page.screenshot({ path: new URL(`${name}-${width}.png`, SHOTS).pathname, fullPage: true });
+  }
+  await page.setViewportSize(WIDTHS.desktop);
+}
+
+/** Press Tab until the focused element matches `selector` (keyboard reachability); fails after `max` presses. */
+async function tabTo(selector: string, max = 80) {
+  await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+  for (let i = 0; i < max; i++) {
+    await page.keyboard.press('Tab');
+    if (await page.evaluate((s) => document.activeElement?.matches(s) ?? false, selector)) return;
+  }
+  throw new Error(`${selector} is not reachable with Tab`);
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM))
+    throw new Error(
+      `Chromium is not installed at ${CHROMIUM}: apt-get install -y chromium (this test does not skip).`,
+    );
+  h = await startHarness();
+  h.app.queue.on((e) => events.push(e));
+  shop = h.fake.addShop('dashboard-shop');
+  await h.install(shop);
+  await h.app.app.shops.updateSettings(shop, { quality: 75 });
+  const catalog = [
+    { title: 'Rocket launch poster', files: ['photo-skimage-rocket.jpg', 'icon-oxygen-folder-red.png'] },
+    { title: 'Ladybird print', files: ['photo-mate-LadyBird.jpg'] },
+  ];
+  const jobs: Promise<void>[] = [];
+  for (const item of catalog) {
+    const images = item.files.map((f) => ({ bytes: readFileSync(new URL(f, CORPUS)), filename: f }));
+    const product = await h.fake.createProduct(shop, { title: item.title, vendor: 'Acme', images });
+    productIds.push(product.id);
+    product.mediaIds.forEach((id, i) => {
+      originals.set(id, images[i]!.bytes);
+    });
+    const delivery = h.fake.deliveries.find((d) => d.body.includes(product.id))!;
+    jobs.push(finished(webhookJobId(delivery.webhookId)));
+  }
+  const launched = chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-dev-shm-usage',
+    ],
+  });
+  [browser] = await Promise.all([launched, ...jobs]);
+  context = await browser.newContext({ viewport: WIDTHS.desktop });
+  const standIn = appBridgeStandIn(shop);
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url === APP_BRIDGE) return route.fulfill({ contentType: 'text/javascript', body: standIn });
+    if (url.startsWith('http://127.0.0.1:')) return route.continue();
+    problems.push(`request outside the machine: ${url}`);
+    return route.abort();
+  });
+  page = await context.newPage();
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error')
+      problems.push(`console error: ${message.text()} (${message.location().url})`);
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await h?.close();
+});
+
+describe('the dashboard in Chromium (App Bridge stand-in, real session tokens)', () => {
+  it('Overview shows the ledger’s numbers and today’s quota', async () => {
+    await open('/');
+    const overview = await api<{
+      images_optimized: number;
+      bytes_before: number;
+      bytes_after: number;
+      bytes_saved: number;
+      percent_saved: number;
+      quota: { available: boolean; used: number; limit: number; resets_at: string };
+    }>('/api/admin/overview');
+    const totals = await (await import('@compresso/integration-kit')).assetLedger(h.app.db).totals(shop);
+    expect(overview).toMatchObject({
+      images_optimized: totals.states.optimized,
+      bytes_before: totals.bytesBefore,
+      bytes_after: totals.bytesAfter,
+      bytes_saved: totals.bytesBefore - totals.bytesAfter,
+    });
+    expect(overview.images_optimized).toBeGreaterThanOrEqual(2);
+    expect(overview.quota).toMatchObject({ available: true, limit: expect.any(Number) });
+    expect(overview.quota.used).toBeGreaterThanOrEqual(3);
+    expect(await page.textContent('[data-metric=images_optimized]')).toBe(String(totals.states.optimized));
+    expect(await page.textContent('h1')).toBe('Overview');
+    expect(await page.locator('text=Quota today').count()).toBe(1);
+    expect(await page.evaluate(() => (window as unknown as { __tokens: number }).__tokens)).toBeGreaterThan(
+      0,
+    );
+    await shoot('overview');
+    // Keyboard: Tab reaches the main action; Enter follows it (to the bulk screen).
+    await tabTo('a.button.primary');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.body.dataset.screen === '/bulk');
+  });
+
+  it('Images lists every image with its savings; Compare shows original and current bytes; Restore puts one back', async () => {
+    await open('/images');
+    const rows = page.locator('tr[data-asset]');
+    expect(await rows.count()).toBe(originals.size);
+    expect(await page.locator('tr.group').count()).toBe(productIds.length);
+    const list = await api<{
+      items: { asset_id: string; state: string; bytes_before: number; has_original: boolean }[];
+    }>('/api/admin/images');
+    const optimized = list.items.filter((i) => i.state === 'optimized');
+    expect(optimized.length).toBeGreaterThanOrEqual(2);
+    for (const item of optimized) expect(item.bytes_before).toBe(originals.get(item.asset_id)!.length);
+    const target = optimized[0]!.asset_id;
+
+    // Compare, by keyboard: Tab to its button, Space opens the dialog.
+    await tabTo(`tr[data-asset="${target}"] [data-action=compare]`);
+    await page.keyboard.press('Space');
+    await page.waitForSelector('#compare img[data-side=current]');
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll<HTMLImageElement>('#compare img')].every(
+        (i) => i.complete && i.naturalWidth > 0,
+      ),
+    );
+    const sizes = await page.evaluate(async () => {
+      const out: Record<string, number> = {};
+      for (const img of document.querySelectorAll<HTMLImageElement>('#compare img'))
+        out[img.dataset.side!] = (await (await fetch(img.src)).blob()).size;
+      return out;
+    });
+    expect(sizes.original).toBe(originals.get(target)!.length);
+    expect(sizes.current).toBe(h.fake.file(target)!.bytes.length);
+    expect(sizes.current).toBeLessThan(sizes.original!);
+    await shoot('images-compare');
+    await page.keyboard.press('Escape');
+    await page.waitForFunction(() => !document.querySelector<HTMLDialogElement>('#compare')?.open);
+    await shoot('images');
+
+    // Without a token the bytes are not served.
+    const n = target.split('/').pop();
+    expect(
+      (await fetch(`${h.appUrl}/api/admin/images/${n}/original`, { redirect: 'manual' })).status,
+    ).not.toBe(200);
+
+    // Restore this image by keyboard (Enter): Shopify serves the original again, byte for byte.
+    await tabTo(`tr[data-asset="${target}"] [data-action=restore]`);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(
+      () => /Restored/.test(document.getElementById('toast')?.textContent ?? ''),
+      undefined,
+      {
+        timeout: 30_000,
+      },
+    );
+    expect(h.fake.file(target)!.bytes.equals(originals.get(target)!)).toBe(true);
+    await page.waitForSelector(`tr[data-asset="${target}"] .badge.info`);
+  });
+
+  it('Settings saves by keyboard, explains a bad value at its field, and checks a key before connecting it', async () => {
+    await open('/settings');
+    await page.check('input[name=qualityMode][value=fixed]');
+    await page.fill('#quality', '150');
+    await tabTo('[data-action=save]');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => (document.getElementById('err-quality')?.textContent ?? '') !== '');
+    expect((await h.app.app.shops.find(shop))?.settings.quality).toBe(75);
+
+    await page.fill('#quality', '70');
+    await page.fill('#maxDimension', '1600');
+    await tabTo('[data-action=save]');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.getElementById('toast')?.textContent === 'Settings saved.');
+    expect((await h.app.app.shops.find(shop))?.settings).toMatchObject({ quality: 70, maxDimension: 1600 });
+
+    await page.fill('#key', 'not-a-key');
+    await tabTo('[data-action=connect]');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => /cmp_live_/.test(document.getElementById('err-key')?.textContent ?? ''));
+    await page.fill('#key', `cmp_live_${'x'.repeat(43)}`);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => /refused/.test(document.getElementById('err-key')?.textContent ?? ''));
+    expect((await h.app.app.shops.find(shop))?.keySource).toBe('provisioned');
+    await page.fill('#key', '');
+    await page.evaluate(() => {
+      for (const e of document.querySelectorAll('.field-error')) e.textContent = '';
+    });
+    await shoot('settings');
+  });
+
+  it('Optimize all and Alt text say plainly when this version does not have them yet', async () => {
+    await open('/bulk');
+    expect(await page.textContent('main')).toContain('not available');
+    await shoot('bulk');
+    await open('/alt-text');
+    expect(await page.textContent('main')).toContain('not available');
+    await shoot('alt-text');
+  });
+
+  it('had no script or console errors (but the answers it provoked) and asked nothing outside', () => {
+    const unexpected = problems.filter(
+      (p) =>
+        !(p.includes('status of 404') && notYet.some((route) => p.includes(route))) &&
+        // The refused key of the Settings test: the page shows the API's reason at the field.
+        !(p.includes('status of 400') && p.includes('/api/admin/key')),
+    );
+    expect(unexpected).toEqual([]);
+  });
+});
