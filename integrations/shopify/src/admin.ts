@@ -5,6 +5,7 @@ import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import express, { type Request, type Response } from 'express';
 import { z } from 'zod';
 import { adminAltRouter } from './admin-alt.ts';
+import { type AdminBulkDeps, adminBulkRouter } from './admin-bulk.ts';
 import { dashboardRouter } from './admin-dashboard.ts';
 import { ShopSettingsSchema, type ShopStore } from './shop-store.ts';
 import type { Session } from './shopify-lib.ts';
@@ -77,6 +78,7 @@ export function adminRouter(deps: {
   const shopOf = (res: Response) => (res.locals.shopify as { session: Session }).session.shop;
 
   router.use('/api/admin', deps.authenticated, express.json({ limit: '16kb' }));
+  router.use(adminBulkRouter(deps)); // /api/admin/bulk… (admin-bulk.ts), behind the same session token
   router.use(adminAltRouter(deps));
   router.use(dashboardRouter(deps));
 

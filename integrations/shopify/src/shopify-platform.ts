@@ -149,6 +149,12 @@ const isImage = (m: { id?: string | undefined }) => m.id?.includes('/MediaImage/
 /** How long a product's context answer is reused (a batch asks for each of its images in a row). */
 const PRODUCT_CONTEXT_TTL_MS = 30_000;
 
+const COUNT_IMAGES_QUERY = /* GraphQL */ `
+  query CompressoCountImages($after: String) {
+    products(first: 50, after: $after) { nodes { mediaCount { count } } pageInfo { hasNextPage endCursor } }
+  }
+`;
+
 /** The context of one product, when the media's product is known (a listing or a webhook said). */
 const PRODUCT_CONTEXT_QUERY = /* GraphQL */ `
   query CompressoProductContext($id: ID!) {
@@ -242,7 +248,15 @@ function filenameOf(url: string): string {
  * file) and reported as REJECTED. THROTTLED (HTTP 200 with errors[].extensions.code) becomes a
  * retryable PlatformError with the wait read from throttleStatus; every call goes through the pacer.
  */
-export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
+/** The port, and what the app asks Shopify beside it. */
+export interface ShopifyPort extends PlatformPort {
+  /** A product's title (one paced `node` query), for lists a merchant reads. */
+  productTitle(shop: string, productId: string, signal?: AbortSignal): Promise<string | null>;
+  /** The shop's number of products (`productsCount`). */
+  countProducts(shop: string, signal?: AbortSignal): Promise<number>;
+}
+
+export function shopifyPlatform(options: ShopifyPlatformOptions): ShopifyPort {
   const pacer = options.pacer ?? noPacer;
   const clock = options.clock ?? systemClock;
   const doFetch = options.fetch ?? fetch;
@@ -292,7 +306,12 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
     return cached.name;
   }
 
+  // The offline session, read (and unsealed) once a second at most per shop: a bulk run makes
+  // several calls an image. A session removed (uninstall) is seen within that second.
+  const sessionCache = new Map<string, { session: Session; at: number }>();
   async function sessionOf(shop: string): Promise<Session> {
+    const cached = sessionCache.get(shop);
+    if (cached && Date.now() - cached.at < 1000) return cached.session;
     let session: Session | undefined;
     try {
       session = await options.sessions.loadSession(options.api.session.getOfflineId(shop));
@@ -306,8 +325,11 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
         },
       );
     }
-    if (!session?.accessToken)
+    if (!session?.accessToken) {
+      sessionCache.delete(shop);
       throw new PlatformError('UNAUTHORIZED', `No offline session for ${shop} (not installed).`);
+    }
+    sessionCache.set(shop, { session, at: Date.now() });
     return session;
   }
 
@@ -504,58 +526,94 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
     throw new PlatformError('INVALID', message);
   }
 
+  /** The incremental listing: products a few at a time, their images (the `shp1.` cursor). */
+  async function incremental(shop: string, listOptions: ListOptions, limit: number): Promise<AssetPage> {
+    let { after, skip } = listOptions.cursor ? decodeCursor(listOptions.cursor) : { after: null, skip: 0 };
+    const assets: PlatformAsset[] = [];
+    // Products are walked a few at a time; the cursor is the product cursor before the current
+    // product plus how many of its images were handed out, so a page may end inside a product.
+    for (;;) {
+      const first = LIST_PAGE;
+      const data = await gql<{
+        products: {
+          edges: {
+            cursor: string;
+            node: {
+              id: string;
+              title?: string;
+              vendor?: string;
+              productType?: string;
+              media: { nodes: MediaNode[] };
+            };
+          }[];
+          pageInfo: { hasNextPage: boolean; endCursor: string | null };
+        };
+      }>(shop, COST.list, LIST_QUERY, { first, after }, listOptions.signal);
+      const edges = data.products.edges;
+      let previous = after;
+      for (const edge of edges) {
+        const images = edge.node.media.nodes.filter((m) => m.id?.includes('/MediaImage/'));
+        for (const m of images) productOfMedia.set(m.id as string, edge.node.id);
+        remember(shop, edge.node, images);
+        const rest = images.slice(skip);
+        const room = limit - assets.length;
+        assets.push(...rest.slice(0, room).map((m) => assetOf(m, edge.node.id)));
+        if (rest.length > room) {
+          return { assets, cursor: encodeCursor(previous, skip + room) };
+        }
+        skip = 0;
+        previous = edge.cursor;
+        if (assets.length === limit) {
+          const more = edge !== edges[edges.length - 1] || data.products.pageInfo.hasNextPage;
+          return { assets, cursor: more ? encodeCursor(previous, 0) : null };
+        }
+      }
+      if (!data.products.pageInfo.hasNextPage) return { assets, cursor: null };
+      after = data.products.pageInfo.endCursor;
+    }
+  }
+
+  /** Images of a small shop, from each product's mediaCount (pages of 50 products). */
+  async function countImages(shop: string, signal?: AbortSignal): Promise<number> {
+    let total = 0;
+    for (let after: string | null = null; ; ) {
+      const data: {
+        products: {
+          nodes: { mediaCount: { count: number } | null }[];
+          pageInfo: { hasNextPage: boolean; endCursor: string | null };
+        };
+      } = await gql(shop, 2 + 50 * 2, COUNT_IMAGES_QUERY, { after }, signal);
+      for (const product of data.products.nodes) total += product.mediaCount?.count ?? 0;
+      if (!data.products.pageInfo.hasNextPage) return total;
+      after = data.products.pageInfo.endCursor;
+    }
+  }
+
   return {
     platform: 'shopify',
     maxAltTextLength: SHOPIFY_MAX_ALT,
+
+    countProducts: (shop, signal) => bulk.products(shop, signal),
+
+    async productTitle(shop, productId, signal) {
+      const data = await gql<{ node: { title?: string } | null }>(
+        shop,
+        1,
+        'query CompressoProductTitle($id: ID!) { node(id: $id) { ... on Product { title } } }',
+        { id: productId },
+        signal,
+      );
+      return data.node?.title ?? null;
+    },
 
     async listAssets(shop, listOptions: ListOptions = {}): Promise<AssetPage> {
       const limit = Math.max(1, Math.min(listOptions.limit ?? 50, 250));
       const cursor = listOptions.cursor ?? null;
       if (cursor?.startsWith(BULK_CURSOR) || (cursor === null && (await wantsBulk(shop, listOptions.signal))))
         return bulk.page(shop, cursor, limit, listOptions.signal);
-      let { after, skip } = listOptions.cursor ? decodeCursor(listOptions.cursor) : { after: null, skip: 0 };
-      const assets: PlatformAsset[] = [];
-      // Products are walked a few at a time; the cursor is the product cursor before the current
-      // product plus how many of its images were handed out, so a page may end inside a product.
-      for (;;) {
-        const first = LIST_PAGE;
-        const data = await gql<{
-          products: {
-            edges: {
-              cursor: string;
-              node: {
-                id: string;
-                title?: string;
-                vendor?: string;
-                productType?: string;
-                media: { nodes: MediaNode[] };
-              };
-            }[];
-            pageInfo: { hasNextPage: boolean; endCursor: string | null };
-          };
-        }>(shop, COST.list, LIST_QUERY, { first, after }, listOptions.signal);
-        const edges = data.products.edges;
-        let previous = after;
-        for (const edge of edges) {
-          const images = edge.node.media.nodes.filter((m) => m.id?.includes('/MediaImage/'));
-          for (const m of images) productOfMedia.set(m.id as string, edge.node.id);
-          remember(shop, edge.node, images);
-          const rest = images.slice(skip);
-          const room = limit - assets.length;
-          assets.push(...rest.slice(0, room).map((m) => assetOf(m, edge.node.id)));
-          if (rest.length > room) {
-            return { assets, cursor: encodeCursor(previous, skip + room) };
-          }
-          skip = 0;
-          previous = edge.cursor;
-          if (assets.length === limit) {
-            const more = edge !== edges[edges.length - 1] || data.products.pageInfo.hasNextPage;
-            return { assets, cursor: more ? encodeCursor(previous, 0) : null };
-          }
-        }
-        if (!data.products.pageInfo.hasNextPage) return { assets, cursor: null };
-        after = data.products.pageInfo.endCursor;
-      }
+      const page = await incremental(shop, listOptions, limit);
+      // From the start (a small shop): the first page says how many images there are.
+      return cursor === null ? { ...page, total: await countImages(shop, listOptions.signal) } : page;
     },
 
     async fetchAsset(shop, id, call: CallOptions = {}): Promise<FetchedAsset> {

@@ -14,6 +14,7 @@ import type { BlobStore, Database, JobContext, JobQueue, Logger, QueueWorker } f
 import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import type { RestoreJob } from './admin.ts';
 import { compressoClients, shopifyAltText } from './admin-alt.ts';
+import { type BulkWorker, bulkWorker } from './bulk.ts';
 import type { ShopifyConfig } from './config.ts';
 import { BACKUP_PREFIX, type BackupPruner, backupPruner } from './retention.ts';
 import type { ShopStore } from './shop-store.ts';
@@ -34,6 +35,8 @@ export interface ShopifyWorkerDeps {
   fetch?: typeof fetch;
   /** Jobs at once (default: the runtime's COMPRESSO_WORKER_CONCURRENCY). */
   concurrency?: number;
+  /** Bulk runs: images of a page worked at once (default 4), and a listener of the runner's events. */
+  bulk?: Pick<Parameters<typeof bulkWorker>[0], 'concurrency' | 'onProgress'>;
 }
 
 export interface ProductJobResult {
@@ -69,6 +72,8 @@ export interface ShopifyWorker {
   pruner: BackupPruner;
   /** Stop taking jobs; jobs in flight finish first. */
   close(): Promise<void>;
+  /** Bulk optimize runs (bulk.ts): their runner and jobs. */
+  readonly bulk: BulkWorker;
   readonly running: QueueWorker;
 }
 
@@ -156,6 +161,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
   const optimizer = makeOptimizer();
   const ledger = optimizer.ledger;
   const pruner = backupPruner({ db: deps.db, blobs: deps.blobs, port, shops, logger, clock });
+  const bulk = bulkWorker({ db: deps.db, port, makeOptimizer, clock, logger, shops, ...deps.bulk });
   // Alt text: the batch jobs of the admin, and new product images' alt text per the shop's setting.
   const altText = shopifyAltText({ db: deps.db, port, shops, logger, clock, client: clientFor });
 
@@ -261,6 +267,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     const { shop } = job.data;
     const backupsErased = await backups.eraseSite(shop);
     const assets = await ledger.eraseSite(shop);
+    await bulk.eraseSite(shop);
     await shops.erase(shop);
     logger.info({ shop, assets, backups: backupsErased }, 'shop erased (shop/redact)');
     return { assets, backups: backupsErased };
@@ -306,9 +313,23 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
       [JOBS.eraseShop]: eraseShop,
       [JOBS.restore]: restoreJob,
       ...altText.jobs,
+      ...bulk.handlers,
     },
     { concurrency: deps.concurrency ?? deps.config.workerConcurrency },
   );
 
-  return { optimizer, running, restore, restoreShop, pruner, close: () => running.close() };
+  // Runs a stopped or killed worker left are driven again (in the background).
+  void bulk.resumeOrphans();
+  return {
+    optimizer,
+    running,
+    restore,
+    restoreShop,
+    pruner,
+    bulk,
+    close: () => {
+      bulk.close();
+      return running.close();
+    },
+  };
 }

@@ -57,6 +57,7 @@ type Product implements Node {
   updatedAt: DateTime!
   media(first: Int, after: String, last: Int, before: String, query: String, reverse: Boolean = false): MediaConnection!
   variants(first: Int, after: String, last: Int, before: String, reverse: Boolean = false): ProductVariantConnection!
+  mediaCount: Count
 }
 
 type ProductVariant implements Node {

@@ -2,7 +2,7 @@ import { createHash, createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { buildSchema, type GraphQLSchema, graphql, parse, validate } from 'graphql';
+import { buildSchema, execute, type GraphQLSchema, graphql, parse, validate } from 'graphql';
 import sharp from 'sharp';
 import { ADMIN_SDL } from './admin-schema.ts';
 import { bulkLines, bulkQueryProblem, bulkView, type FakeBulkOperation } from './bulk.ts';
@@ -195,6 +195,7 @@ export class FakeShopify {
   holdBulk = false;
   private readonly bulkOps = new Map<string, FakeBulkOperation>();
   private readonly bulkHeld = new Set<() => void>();
+  private readonly documents = new Map<string, ReturnType<typeof parse>>();
 
   private server: Server | undefined;
   private base = '';
@@ -520,12 +521,16 @@ export class FakeShopify {
       return send(res, 400, { errors: { query: 'Required parameter missing or invalid' } });
     }
     let document: ReturnType<typeof parse>;
+    const known = this.documents.get(request.query);
     try {
-      document = parse(request.query);
+      document = known ?? parse(request.query);
     } catch (error) {
       return send(res, 200, { errors: [{ message: (error as Error).message }] });
     }
-    const problems = validate(this.schema, document);
+    // An app sends the same few documents over and over: parsed and validated once each.
+    const problems = known ? [] : validate(this.schema, document);
+    if (!known && problems.length === 0 && this.documents.size < 500)
+      this.documents.set(request.query, document);
     if (problems.length > 0) {
       return send(res, 200, {
         errors: problems.map((p) => ({ message: p.message, locations: p.locations })),
@@ -554,9 +559,9 @@ export class FakeShopify {
     const hooked =
       this.onEvent && /\bfileUpdate\s*\(/.test(request.query) && replacing?.length ? replacing : [];
     if (hooked.length) await this.onEvent?.({ kind: 'fileUpdate', shop, fileIds: hooked });
-    const result = await graphql({
+    const result = await execute({
       schema: this.schema,
-      source: request.query,
+      document,
       rootValue: this.resolvers(shop, state, token),
       variableValues: request.variables ?? {},
       ...(request.operationName ? { operationName: request.operationName } : {}),
@@ -659,6 +664,7 @@ export class FakeShopify {
       ...product,
       productType: product.productType,
       status: 'ACTIVE',
+      mediaCount: { count: product.mediaIds.length, precision: 'EXACT' },
       media: (args: { first?: number; after?: string }) => mediaPage(product.mediaIds, args),
       variants: (args: { first?: number; after?: string }) =>
         page(
