@@ -126,7 +126,8 @@ interface Trial {
 export interface AutoEncoderOptions {
   /**
    * true (default): the first probe is the quality predicted from the image's features
-   * (auto-predict.ts), accepted when its score lands within AUTO_TOLERANCE above the target, else
+   * (auto-predict.ts), accepted when its score lands in the band around the target (AUTO_BELOW under
+   * it to AUTO_TOLERANCE over), else
    * corrected once by the format's calibrated slope; only when that second probe also misses does the
    * secant search go on. false: the secant search from the per-class mean quality alone (the auto of
    * before the predictor; kept so the benchmark can measure one against the other in one run).
