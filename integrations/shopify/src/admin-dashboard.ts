@@ -270,6 +270,11 @@ export function dashboardRouter(deps: DashboardDeps): express.Router {
       bytes_saved: saved,
       percent_saved: percent(totals.bytesBefore, totals.bytesAfter),
       quota: await quotaOf(shop),
+      // Images whose turn waits for the quota's reset (a delayed job takes them then).
+      waiting: await shops.quotaWaits(shop, 0).then((w) => ({
+        count: w.count,
+        until: w.until === null ? null : new Date(w.until).toISOString(),
+      })),
     });
   });
 

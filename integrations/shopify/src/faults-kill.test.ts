@@ -31,7 +31,7 @@ function startWorker(): WorkerProc {
       ...h.env,
       FAKE_SHOPIFY_URL: h.fake.url,
       // A killed worker's job goes to the next one after about lock + check interval: seconds.
-      COMPRESSO_JOB_LOCK_MS: '2000',
+      COMPRESSO_JOB_LOCK_MS: '3000',
       COMPRESSO_WORKER_CONCURRENCY: '1',
       LOG_LEVEL: 'silent',
     },
@@ -69,6 +69,20 @@ function line(match: (l: Line) => boolean): Promise<Line> {
     waiters.add(wake);
   });
 }
+/** The n-th line (of any worker, 1-based) matching, waited for on the lines themselves. */
+function nth(n: number, match: (l: Line) => boolean): Promise<Line> {
+  return new Promise((resolve) => {
+    const check = () => {
+      const found = lines.filter(match)[n - 1];
+      if (!found) return;
+      waiters.delete(check);
+      resolve(found);
+    };
+    waiters.add(check);
+    check();
+  });
+}
+
 /** The job's end: completed, or failed with no retry left. */
 const completed = (id: string) =>
   line((l) => l.id === id && (l.type === 'completed' || (l.type === 'failed' && l.willRetry === false)));
@@ -133,13 +147,18 @@ describe('a worker process SIGKILLed mid-image', () => {
     current = startWorker();
     await killedTwice;
     current = startWorker();
-    const end = await completed(jobId);
+    // Done once the queue says so: on this busy machine a live worker may miss renewing its lock, and
+    // then the stalled-job check gives the job out once more (it finds nothing left to do).
+    let view = await h.app.queue.getJob(jobId);
+    for (let ends = 1; view?.state !== 'completed'; ends++) {
+      const end = await nth(ends, (l) => l.id === jobId && (l.type === 'completed' || l.type === 'failed'));
+      if (end.type === 'failed' && end.willRetry === false) break;
+      view = await h.app.queue.getJob(jobId);
+    }
     h.fake.onEvent = undefined;
     expect(kills).toEqual(['after upload', 'after fileUpdate']);
-    expect(end.type, JSON.stringify(end)).toBe('completed');
     // The takeovers were the queue's stalled-job check, which spends no attempt on a kill.
-    const view = await h.app.queue.getJob(jobId);
-    expect(view?.state).toBe('completed');
+    expect(view?.state, JSON.stringify(view)).toBe('completed');
     expect(view?.stalls, JSON.stringify(view)).toBeGreaterThanOrEqual(1);
     expect(view?.failedReason ?? null, JSON.stringify(view)).toBeNull();
 

@@ -245,7 +245,11 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     // One follow-up per job and reset: adding it again (this handler run twice) changes nothing.
     const base = job.id.replace(/-quota-\d+(-r\d+)?$/, '');
     let jobId = `${base}-quota-${until}`;
-    if (jobId === job.id) jobId = `${base}-quota-${until}-r${clock.now()}`; // the API still said the same reset
+    // The API still said the same reset (our follow-up ran a moment early): the next link of the chain,
+    // numbered — not timed: two links at one instant of a stopped clock would share an id, and the
+    // second add would do nothing, leaving the images with no job to take them.
+    const link = job.id.startsWith(jobId) ? /-r(\d+)$/.exec(job.id) : null;
+    if (jobId === job.id || link) jobId = `${base}-quota-${until}-r${Number(link?.[1] ?? 0) + 1}`;
     const delayMs = Math.max(QUOTA_RESET_MARGIN_MS, Math.ceil(until - clock.now()));
     await deps.queue.add(JOBS.product, { ...job.data, mediaIds: assetIds }, { jobId, delayMs });
     // Recorded after the job exists: the admin shows these images as waiting, until when.

@@ -332,6 +332,13 @@ async function overview() {
           linkTo('/settings', 'Connect a key in Settings'),
         )
       : null,
+    o.waiting?.count
+      ? banner(
+          'info',
+          `${count(o.waiting.count)} ${o.waiting.count === 1 ? 'image waits' : 'images wait'} for the quota to reset`,
+          `Today's Compresso quota is used up. ${o.waiting.count === 1 ? 'It is' : 'They are'} compressed by themselves after the reset at ${when(o.waiting.until)}; nothing is lost and nothing needs doing.`,
+        )
+      : null,
     h(
       'div',
       { className: 'grid' },
