@@ -16,15 +16,15 @@ delete_option( 'compresso_settings' );
 delete_option( 'compresso_show_setup_notice' );
 delete_post_meta_by_key( '_compresso' );
 wp_unschedule_hook( 'compresso_optimize_attachment' );
+delete_option( 'compresso_delivery_report' );
+// The rewrite rules in the uploads folder's .htaccess (the plugin is not loaded during uninstall).
+require_once __DIR__ . '/includes/class-compresso-rewrite.php';
+Compresso_Rewrite::remove();
 delete_option( 'compresso_bulk' );
 delete_option( 'compresso_bulk_lock' );
 delete_option( 'compresso_bulk_retry' );
 delete_option( 'compresso_quota' );
 wp_unschedule_hook( 'compresso_bulk_tick' );
-delete_option( 'compresso_delivery_report' );
-// The rewrite rules in the uploads folder's .htaccess (the plugin is not loaded during uninstall).
-require_once __DIR__ . '/includes/class-compresso-rewrite.php';
-Compresso_Rewrite::remove();
 
 if ( defined( 'COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL' ) && COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL ) {
 	$compresso_backups = WP_CONTENT_DIR . '/compresso-backups';

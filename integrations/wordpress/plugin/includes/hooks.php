@@ -25,6 +25,9 @@ add_action( 'shutdown', array( 'Compresso_Optimizer', 'kick' ) );
 add_filter( 'wp_content_img_tag', array( 'Compresso_Delivery', 'filter_content_img' ), 20, 3 );
 add_filter( 'wp_get_attachment_image', array( 'Compresso_Delivery', 'filter_attachment_image' ), 20, 1 );
 
+// After the settings are saved: the Apache rewrite rules written or removed, then the delivery self-test
+// (what browsers really receive through the site's public URL), switching to <picture> when needed.
+add_filter( 'compresso_settings_saved_messages', array( 'Compresso_Self_Test', 'after_save' ), 10, 2 );
 // The bulk optimizer: a durable run processed by WP-Cron ticks that chain through a loopback request;
 // the compresso/v1 REST namespace and Media → Compresso bulk drive it; every API answer's RateLimit-*
 // headers keep the quota shown there current.
@@ -37,6 +40,3 @@ add_action( 'admin_enqueue_scripts', 'compresso_enqueue_bulk_page' );
 if ( defined( 'WP_CLI' ) && WP_CLI ) {
 	WP_CLI::add_command( 'compresso', 'Compresso_Cli' );
 }
-// After the settings are saved: the Apache rewrite rules written or removed, then the delivery self-test
-// (what browsers really receive through the site's public URL), switching to <picture> when needed.
-add_filter( 'compresso_settings_saved_messages', array( 'Compresso_Self_Test', 'after_save' ), 10, 2 );
