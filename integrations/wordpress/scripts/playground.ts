@@ -3,7 +3,7 @@
 // Prints the site's URL and the administrator's login; Ctrl-C stops it and removes the site.
 import { PLUGIN_FILE, startWordPress } from '../src/testing/wordpress.ts';
 
-const wp = await startWordPress();
+const wp = await startWordPress({ assets: true });
 await wp.php(
   `require_once ABSPATH . 'wp-admin/includes/plugin.php';
   activate_plugin( '${PLUGIN_FILE}' );
