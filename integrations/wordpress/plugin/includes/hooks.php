@@ -47,3 +47,15 @@ add_action( 'admin_notices', array( 'Compresso_Media', 'result_notice' ) );
 // After the settings are saved: the Apache rewrite rules written or removed, then the delivery self-test
 // (what browsers really receive through the site's public URL), switching to <picture> when needed.
 add_filter( 'compresso_settings_saved_messages', array( 'Compresso_Self_Test', 'after_save' ), 10, 2 );
+// The bulk optimizer: a durable run processed by WP-Cron ticks that chain through a loopback request;
+// the compresso/v1 REST namespace and Media → Compresso bulk drive it; every API answer's RateLimit-*
+// headers keep the quota shown there current.
+add_action( Compresso_Bulk::CRON_HOOK, array( 'Compresso_Bulk', 'tick' ), 10, 0 );
+add_action( 'shutdown', array( 'Compresso_Bulk', 'kick' ) );
+add_action( 'http_api_debug', array( 'Compresso_Bulk', 'observe_response' ), 10, 5 );
+add_action( 'rest_api_init', 'compresso_register_rest_routes' );
+add_action( 'admin_menu', 'compresso_add_bulk_page' );
+add_action( 'admin_enqueue_scripts', 'compresso_enqueue_bulk_page' );
+if ( defined( 'WP_CLI' ) && WP_CLI ) {
+	WP_CLI::add_command( 'compresso', 'Compresso_Cli' );
+}
