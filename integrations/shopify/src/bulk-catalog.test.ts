@@ -187,9 +187,9 @@ describe('bulk optimize of a 1 000-product catalog', () => {
         child.kill('SIGTERM');
       }
     });
-    await second.exited;
+    const secondExit = await second.exited;
     const seconds = (performance.now() - started) / 1000;
-    expect(final, second.stderr).toMatchObject({
+    expect(final, secondExit.stderr).toMatchObject({
       state: 'completed',
       total: IMAGES,
       done: IMAGES,

@@ -86,7 +86,9 @@ const COST = {
   node: 3,
   list: 2 + LIST_PAGE * (1 + 2 + 50 * 2),
   context: 1 + 2 + CONTEXT_PAGE * (1 + 2 + 50),
-  product: 1 + 1 + 2 + 50,
+  product: 1 + 1 + (2 + 50),
+  variants: 1 + 1 + (2 + 50) + (2 + 20 * (1 + 2 + 5)),
+  shop: 1,
   mutation: 10,
 } as const;
 
@@ -111,7 +113,7 @@ const LIST_QUERY = /* GraphQL */ `
       edges {
         cursor
         node {
-          id
+          id title vendor productType
           media(first: 50) { nodes { ... on MediaImage { id alt mimeType originalSource { url fileSize } } } }
         }
       }
@@ -130,6 +132,23 @@ const CONTEXT_QUERY = /* GraphQL */ `
   }
 `;
 
+interface ProductContextData {
+  shop: { name: string };
+  product: {
+    id: string;
+    title: string;
+    vendor: string;
+    productType: string;
+    media: { nodes: { id: string }[] };
+    variants?: { nodes: { title: string; media: { nodes: { id: string }[] } }[] };
+  } | null;
+}
+
+const isImage = (m: { id?: string | undefined }) => m.id?.includes('/MediaImage/') ?? false;
+
+/** How long a product's context answer is reused (a batch asks for each of its images in a row). */
+const PRODUCT_CONTEXT_TTL_MS = 30_000;
+
 const COUNT_IMAGES_QUERY = /* GraphQL */ `
   query CompressoCountImages($after: String) {
     products(first: 50, after: $after) { nodes { mediaCount { count } } pageInfo { hasNextPage endCursor } }
@@ -142,6 +161,22 @@ const PRODUCT_CONTEXT_QUERY = /* GraphQL */ `
     shop { name }
     product(id: $id) { id title vendor productType media(first: 50) { nodes { id } } }
   }
+`;
+
+/** … with its variants and the media each shows, for `{variant}` (a dearer query: asked only when needed). */
+const PRODUCT_VARIANTS_QUERY = /* GraphQL */ `
+  query CompressoProductVariants($id: ID!) {
+    shop { name }
+    product(id: $id) {
+      id title vendor productType
+      media(first: 50) { nodes { id } }
+      variants(first: 20) { nodes { title media(first: 5) { nodes { id } } } }
+    }
+  }
+`;
+
+const SHOP_NAME_QUERY = /* GraphQL */ `
+  query CompressoShopName { shop { name } }
 `;
 
 const STAGE_MUTATION = /* GraphQL */ `
@@ -229,6 +264,47 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): ShopifyPort {
   // Which product each media belongs to, as listings and context look-ups find out (Shopify's
   // MediaImage does not name its product): saves a catalogue walk for context.
   const productOfMedia = new Map<string, string>();
+  const productContexts = new Map<string, { at: number; data: Promise<ProductContextData> }>();
+  // What a listing read of each product (title, vendor, media order), for context without a call.
+  const listedProducts = new Map<
+    string,
+    { at: number; title: string; vendor: string; productType: string; mediaIds: string[] }
+  >();
+  const shopNames = new Map<string, { at: number; name: Promise<string> }>();
+
+  function remember(
+    shop: string,
+    product: { id: string; title?: string; vendor?: string; productType?: string },
+    images: MediaNode[],
+  ): void {
+    if (product.title === undefined) return;
+    if (listedProducts.size >= 5000)
+      for (const [k, v] of listedProducts)
+        if (clock.now() - v.at > PRODUCT_CONTEXT_TTL_MS) listedProducts.delete(k);
+    listedProducts.set(`${shop}\u0000${product.id}`, {
+      at: clock.now(),
+      title: product.title,
+      vendor: product.vendor ?? '',
+      productType: product.productType ?? '',
+      mediaIds: images.map((m) => m.id as string),
+    });
+  }
+
+  /** The shop's name, asked once every few minutes. */
+  async function shopName(shop: string, signal?: AbortSignal): Promise<string> {
+    let cached = shopNames.get(shop);
+    if (!cached || clock.now() - cached.at > 5 * 60_000) {
+      cached = {
+        at: clock.now(),
+        name: gql<{ shop: { name: string } }>(shop, COST.shop, SHOP_NAME_QUERY, {}, signal).then(
+          (d) => d.shop.name,
+        ),
+      };
+      shopNames.set(shop, cached);
+      cached.name.catch(() => shopNames.delete(shop));
+    }
+    return cached.name;
+  }
 
   // The offline session, read (and unsealed) once a second at most per shop: a bulk run makes
   // several calls an image. A session removed (uninstall) is seen within that second.
@@ -384,6 +460,53 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): ShopifyPort {
     }
   }
 
+  /** The context of media `id` from its product's own query; undefined when the product has no such media. */
+  async function productContext(
+    shop: string,
+    productId: string,
+    id: string,
+    signal: AbortSignal | undefined,
+    withVariants: boolean,
+    fresh = false,
+  ): Promise<AssetContext | undefined> {
+    // A product's answer is kept for a moment: a batch asks for each of its images in a row.
+    const key = `${shop}\u0000${productId}\u0000${withVariants ? 'v' : ''}`;
+    let cached = productContexts.get(key);
+    if (!cached || clock.now() - cached.at > PRODUCT_CONTEXT_TTL_MS || fresh) {
+      if (productContexts.size >= 200)
+        for (const [k, v] of productContexts)
+          if (clock.now() - v.at > PRODUCT_CONTEXT_TTL_MS) productContexts.delete(k);
+      cached = {
+        at: clock.now(),
+        data: withVariants
+          ? gql(shop, COST.variants, PRODUCT_VARIANTS_QUERY, { id: productId }, signal)
+          : gql(shop, COST.product, PRODUCT_CONTEXT_QUERY, { id: productId }, signal),
+      };
+      productContexts.set(key, cached);
+      cached.data.catch(() => productContexts.delete(key));
+    }
+    const data = await cached.data;
+    // {n} counts images: a product's videos and 3D models are not among them.
+    const position = data.product?.media.nodes.filter(isImage).findIndex((m) => m.id === id) ?? -1;
+    // Not among a kept answer's media: the image may be newer than the answer; ask once more.
+    if (!fresh && position < 0 && data.product)
+      return productContext(shop, productId, id, signal, withVariants, true);
+    if (!data.product || position < 0) return undefined;
+    productOfMedia.set(id, data.product.id);
+    // The variant whose media this image is ("Default Title" is Shopify's name for a product without options).
+    const variant = data.product.variants?.nodes.find(
+      (v) => v.title !== 'Default Title' && v.media.nodes.some((m) => m.id === id),
+    );
+    return {
+      siteName: data.shop.name,
+      title: data.product.title,
+      vendor: data.product.vendor,
+      productType: data.product.productType || undefined,
+      variant: variant?.title,
+      position: position + 1,
+    };
+  }
+
   async function fileUpdate(
     shop: string,
     input: Record<string, unknown>,
@@ -413,7 +536,16 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): ShopifyPort {
       const first = LIST_PAGE;
       const data = await gql<{
         products: {
-          edges: { cursor: string; node: { id: string; media: { nodes: MediaNode[] } } }[];
+          edges: {
+            cursor: string;
+            node: {
+              id: string;
+              title?: string;
+              vendor?: string;
+              productType?: string;
+              media: { nodes: MediaNode[] };
+            };
+          }[];
           pageInfo: { hasNextPage: boolean; endCursor: string | null };
         };
       }>(shop, COST.list, LIST_QUERY, { first, after }, listOptions.signal);
@@ -422,6 +554,7 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): ShopifyPort {
       for (const edge of edges) {
         const images = edge.node.media.nodes.filter((m) => m.id?.includes('/MediaImage/'));
         for (const m of images) productOfMedia.set(m.id as string, edge.node.id);
+        remember(shop, edge.node, images);
         const rest = images.slice(skip);
         const room = limit - assets.length;
         assets.push(...rest.slice(0, room).map((m) => assetOf(m, edge.node.id)));
@@ -581,7 +714,7 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): ShopifyPort {
           `Alt text of ${altText.length} characters; Shopify keeps ${SHOPIFY_MAX_ALT}.`,
         );
       }
-      await mediaNode(shop, id, call.signal);
+      // An unknown id is refused by fileUpdate itself (FILE_DOES_NOT_EXIST: NOT_FOUND).
       await fileUpdate(shop, { id, alt: altText ?? '' }, call.signal);
       return assetOf(await mediaNode(shop, id, call.signal));
     },
@@ -591,33 +724,30 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): ShopifyPort {
     },
 
     async assetContext(shop, id, call: ContextOptions = {}): Promise<AssetContext> {
-      await mediaNode(shop, id, call.signal);
-      // The product known (the caller's hint, or a listing saw it): one query for it, no catalogue walk.
+      // The product known (the caller's hint, or a listing saw it): one query for it, no catalogue
+      // walk; the image found among its media is known to exist.
       const hinted = call.parentId?.startsWith('gid://shopify/Product/') ? call.parentId : undefined;
       const productId = hinted ?? productOfMedia.get(id);
-      if (productId) {
-        const data: {
-          shop: { name: string };
-          product: {
-            id: string;
-            title: string;
-            vendor: string;
-            productType: string;
-            media: { nodes: { id: string }[] };
-          } | null;
-        } = await gql(shop, COST.product, PRODUCT_CONTEXT_QUERY, { id: productId }, call.signal);
-        const position = data.product?.media.nodes.findIndex((m) => m.id === id) ?? -1;
-        if (data.product && position >= 0) {
-          productOfMedia.set(id, data.product.id);
+      const withVariants = call.variant !== false;
+      if (productId && !withVariants) {
+        // A listing just read the product: its title, vendor and media order are known without a call.
+        const listed = listedProducts.get(`${shop}\u0000${productId}`);
+        const position =
+          listed && clock.now() - listed.at <= PRODUCT_CONTEXT_TTL_MS ? listed.mediaIds.indexOf(id) : -1;
+        if (listed && position >= 0)
           return {
-            siteName: data.shop.name,
-            title: data.product.title,
-            vendor: data.product.vendor,
-            productType: data.product.productType || undefined,
+            siteName: await shopName(shop, call.signal),
+            title: listed.title,
+            vendor: listed.vendor,
+            productType: listed.productType || undefined,
             position: position + 1,
           };
-        }
       }
+      if (productId) {
+        const direct = await productContext(shop, productId, id, call.signal, withVariants);
+        if (direct) return direct;
+      }
+      await mediaNode(shop, id, call.signal);
       let after: string | null = null;
       let siteName: string | undefined;
       for (;;) {
@@ -637,9 +767,12 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): ShopifyPort {
         siteName = data.shop.name;
         const known = productOfMedia.get(id);
         for (const product of data.products.nodes) {
-          const position = product.media.nodes.findIndex((m) => m.id === id);
+          const position = product.media.nodes.filter(isImage).findIndex((m) => m.id === id);
           if (position < 0 && product.id !== known) continue;
           productOfMedia.set(id, product.id);
+          // Its variants (which one shows this image) come with the product's own query.
+          const direct = await productContext(shop, product.id, id, call.signal, call.variant !== false);
+          if (direct) return direct;
           return {
             siteName,
             title: product.title,

@@ -75,6 +75,8 @@ export interface FakeProduct {
   mediaIds: string[];
   createdAt: string;
   updatedAt: string;
+  /** Its variants and the media each shows; none: Shopify's single "Default Title" variant. */
+  variants?: { id: string; title: string; mediaIds: string[] }[];
 }
 
 interface Subscription {
@@ -283,6 +285,8 @@ export class FakeShopify {
       vendor?: string;
       productType?: string;
       images: { bytes: Buffer | Uint8Array; filename: string; alt?: string | null }[];
+      /** Variants by title, each with the indexes (in `images`) of the images it shows. */
+      variants?: { title: string; images: number[] }[];
     },
   ): Promise<FakeProduct> {
     this.shopState(shop);
@@ -320,6 +324,12 @@ export class FakeShopify {
       this.files.set(file.id, file);
       product.mediaIds.push(file.id);
     }
+    if (input.variants)
+      product.variants = input.variants.map((v) => ({
+        id: `gid://shopify/ProductVariant/${this.nextId++}`,
+        title: v.title,
+        mediaIds: v.images.map((i) => product.mediaIds[i]).filter((id): id is string => !!id),
+      }));
     await this.emit(shop, 'PRODUCTS_CREATE', this.productPayload(product));
     return product;
   }
@@ -640,20 +650,41 @@ export class FakeShopify {
     };
     const cursor = (id: string) => Buffer.from(id).toString('base64url');
     const mediaView = (file: FakeFile) => this.mediaView(file);
+    const mediaPage = (mediaIds: string[], args: { first?: number; after?: string }) =>
+      page(
+        mediaIds
+          .map((id) => this.files.get(id))
+          .filter((f): f is FakeFile => !!f)
+          .map(mediaView),
+        args,
+        (m) => cursor(m.id),
+      );
     const productView = (product: FakeProduct) => ({
       __typename: 'Product',
       ...product,
       productType: product.productType,
       status: 'ACTIVE',
       mediaCount: { count: product.mediaIds.length, precision: 'EXACT' },
-      media: (args: { first?: number; after?: string }) =>
+      media: (args: { first?: number; after?: string }) => mediaPage(product.mediaIds, args),
+      variants: (args: { first?: number; after?: string }) =>
         page(
-          product.mediaIds
-            .map((id) => this.files.get(id))
-            .filter((f): f is FakeFile => !!f)
-            .map(mediaView),
+          (
+            product.variants ?? [
+              {
+                id: `${product.id.replace('Product', 'ProductVariant')}0`,
+                title: 'Default Title',
+                mediaIds: [],
+              },
+            ]
+          ).map((v) => ({
+            __typename: 'ProductVariant',
+            id: v.id,
+            title: v.title,
+            displayName: `${product.title} - ${v.title}`,
+            media: (a: { first?: number; after?: string }) => mediaPage(v.mediaIds, a),
+          })),
           args,
-          (m) => cursor(m.id),
+          (v) => cursor(v.id),
         ),
     });
     const subscriptionView = (s: Subscription) => ({

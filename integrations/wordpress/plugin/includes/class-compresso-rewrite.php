@@ -103,7 +103,7 @@ class Compresso_Rewrite {
 			. "    add_header Vary Accept;\n"
 			. '    try_files ' . $tries . "\$uri =404;\n"
 			. "}\n"
-			. "# nginx older than 1.25 lists no image/avif in mime.types: add \"image/avif avif;\" there.\n";
+			. "# If nginx's mime.types has no \"image/avif avif;\" line (older versions), add it there.\n";
 	}
 
 	/**

@@ -322,6 +322,11 @@ class Compresso_Self_Test {
 		$checks        = self::plan( $mode, $sample['url'], $sample['type'], $sample['siblings'], wp_generate_password( 12, false ) );
 		foreach ( $checks as $i => $check ) {
 			$checks[ $i ] = array_merge( $check, self::probe( $check['url'], $check['accept'] ) );
+			if ( '' !== $checks[ $i ]['error'] ) {
+				// A site that cannot reach itself would make the save wait for every timeout.
+				$checks = array_slice( $checks, 0, $i + 1 );
+				break;
+			}
 		}
 		$verdict           = self::verdict( $mode, $checks );
 		$report['checks']  = $checks;

@@ -107,7 +107,7 @@ function compresso_render_delivery_report() {
 					printf(
 						/* translators: 1: image address, 2: date and time */
 						esc_html__( 'Checked %2$s with %1$s, through the address visitors use.', 'compresso' ),
-						'<code>' . esc_html( $report['url'] ) . '</code>',
+						'<code style="word-break:break-all">' . esc_html( $report['url'] ) . '</code>',
 						esc_html( wp_date( get_option( 'date_format' ) . ' ' . get_option( 'time_format' ), (int) $report['time'] ) )
 					);
 					?>
@@ -150,7 +150,7 @@ function compresso_render_delivery_report() {
 				printf(
 					/* translators: %s: file path */
 					esc_html__( 'Apache: the rules are written to %s for you (and removed when you choose another delivery or deactivate the plugin).', 'compresso' ),
-					'<code>' . esc_html( Compresso_Rewrite::htaccess_path() ) . '</code>'
+					'<code style="word-break:break-all">' . esc_html( Compresso_Rewrite::htaccess_path() ) . '</code>'
 				);
 			} else {
 				esc_html_e( 'Apache: choosing rewrite delivery writes the rules into the uploads folder\'s .htaccess for you.', 'compresso' );
