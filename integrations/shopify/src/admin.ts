@@ -5,7 +5,7 @@ import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import express, { type Request, type Response } from 'express';
 import { z } from 'zod';
 import { adminAltRouter } from './admin-alt.ts';
-import { type AdminBulkDeps, adminBulkRouter } from './admin-bulk.ts';
+import { adminBulkRouter } from './admin-bulk.ts';
 import { dashboardRouter } from './admin-dashboard.ts';
 import { ShopSettingsSchema, type ShopStore } from './shop-store.ts';
 import type { Session } from './shopify-lib.ts';
