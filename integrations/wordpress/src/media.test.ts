@@ -304,6 +304,9 @@ describe('smart PNG-to-JPEG', { timeout: 400_000 }, () => {
     expect(state.status).toBe('done');
     expect(state.png_to_jpeg).toMatchObject({ converted: true });
     saving = Number(state.png_to_jpeg?.saving);
+    process.stdout.write(
+      `PNG-to-JPEG: ${Object.keys(chelsea.files).length} files, ${compressCalls() - calls} requests, main file ${saving}% smaller than the PNG\n`,
+    );
     expect(saving).toBeGreaterThanOrEqual(20);
     const after = await attachment(chelsea.id);
     expect(after.mime).toBe('image/jpeg');
@@ -376,6 +379,19 @@ describe('smart PNG-to-JPEG', { timeout: 400_000 }, () => {
 
   it('keeps the PNG when the JPEG would not save the threshold the owner set', async () => {
     const chelsea = uploads.chelsea as Upload;
+    // The setting as the settings screen validates it.
+    const checked = await wp.php<{
+      ok: { settings: { png_to_jpeg_min_saving: number } };
+      bad: { errors: Record<string, string> };
+    }>(`
+      compresso_test_out( array(
+        'ok' => compresso_validate_settings( array( 'quality' => 'auto', 'png_to_jpeg_min_saving' => '35' ) ),
+        'bad' => compresso_validate_settings( array( 'quality' => 'auto', 'png_to_jpeg_min_saving' => '120' ) ),
+      ) );`);
+    expect(checked.value.ok.settings.png_to_jpeg_min_saving).toBe(35);
+    expect(checked.value.bad.errors.png_to_jpeg_min_saving).toBe(
+      'PNG-to-JPEG saving: expected a whole percent from 0 to 95, received "120".',
+    );
     // Just above what the JPEG saved on this photo (the same bytes give the same JPEG).
     const threshold = Math.ceil(saving) + 1;
     expect(threshold).toBeLessThanOrEqual(95);
@@ -494,6 +510,14 @@ describe('AVIF siblings', { timeout: 400_000 }, () => {
       avifs++;
     }
     expect(avifs).toBeGreaterThanOrEqual(2);
+    const bytes = (suffix: string) =>
+      Object.values(rocket.files).reduce((sum, path) => {
+        const file = `${wp.hostPath(path)}${suffix}`;
+        return sum + (existsSync(file) ? statSync(file).size : 0);
+      }, 0);
+    process.stdout.write(
+      `rocket (${Object.keys(rocket.files).length} files): JPEG ${bytes('')} B, WebP ${bytes('.webp')} B, AVIF ${bytes('.avif')} B\n`,
+    );
     const { value } = await wp.php<string>(`
       $post = wp_insert_post( array( 'post_title' => 'Rocket', 'post_status' => 'publish', 'post_author' => 1,
         'post_content' => '<!-- wp:image {"id":${rocket.id},"sizeSlug":"full"} --><figure class="wp-block-image size-full"><img src="${rocket.url}" alt="Rocket" class="wp-image-${rocket.id}"/></figure><!-- /wp:image -->' ) );
