@@ -633,8 +633,12 @@ function bulkBody(data, _mine, refresh) {
                   h(
                     'td',
                     { 'data-label': 'Why' },
-                    FAILURE_WORDS[f.code] ?? 'It could not be compressed.',
-                    f.reason ? h('div', { className: 'help' }, `Details: ${f.reason}`) : null,
+                    h(
+                      'div',
+                      {},
+                      FAILURE_WORDS[f.code] ?? 'It could not be compressed.',
+                      f.reason ? h('div', { className: 'help' }, `Details: ${f.reason}`) : null,
+                    ),
                   ),
                   h(
                     'td',
