@@ -1,6 +1,6 @@
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AUTO_FLOOR, AUTO_SETTINGS, AUTO_TARGET, SMALL_IMAGE_SIDE } from './auto.ts';
+import { AUTO_BELOW, AUTO_FLOOR, AUTO_SETTINGS, AUTO_TARGET, SMALL_IMAGE_SIDE } from './auto.ts';
 import { createBisectionAutoEncoder } from './auto-bisection.ts';
 import { createEngine } from './engine.ts';
 import { closeMetricPool, decodeToRgb, ssimulacra2 } from './metric/index.ts';
@@ -14,14 +14,16 @@ const SMALL = { max_dimension: 560 } as const;
 afterAll(() => closeMetricPool());
 
 describe('quality "auto"', () => {
-  it('reaches the target, reports the score it measured, and that score is the true one', async () => {
+  it('reaches the target, reports the score it measured, and that score is the true one (a row-sampled estimate within 0.5)', async () => {
     const { data, info } = await engine.optimize(dune, { ...SMALL, output_format: 'webp', quality: 'auto' });
     expect(info.auto_quality).toBe(true);
     // The target, unless the capped search could not reach it; the floor always.
-    if (info.quality < AUTO_SETTINGS.webp.maxQ) expect(info.score).toBeGreaterThanOrEqual(AUTO_TARGET.webp);
+    if (info.quality < AUTO_SETTINGS.webp.maxQ)
+      expect(info.score).toBeGreaterThanOrEqual(AUTO_TARGET.webp - AUTO_BELOW);
     expect(info.score).toBeGreaterThanOrEqual(AUTO_FLOOR);
     const reference = await decodeToRgb(sharp(dune).resize(560, 560, { fit: 'inside' }));
-    expect(ssimulacra2(reference, await decodeToRgb(data))).toBeCloseTo(info.score!, 1);
+    // 560×350: 350 rows, so the search scored row-sampled estimates (AUTO_ROW_SAMPLING.minHeight 320).
+    expect(Math.abs(ssimulacra2(reference, await decodeToRgb(data)) - info.score!)).toBeLessThanOrEqual(0.5);
   });
 
   it('is smaller than the fixed default on a photo the default over-serves', async () => {
@@ -31,7 +33,7 @@ describe('quality "auto"', () => {
     const auto = await engine.optimize(ladybird, { ...SMALL, output_format: 'jpeg', quality: 'auto' });
     expect(auto.info.quality).toBeLessThan(80);
     expect(auto.info.output_size).toBeLessThan(fixed.info.output_size * 0.9);
-    expect(auto.info.score).toBeGreaterThanOrEqual(AUTO_TARGET.jpeg);
+    expect(auto.info.score).toBeGreaterThanOrEqual(AUTO_TARGET.jpeg - AUTO_BELOW);
   });
 
   it('gives hard images more quality than the default, not less', async () => {
@@ -78,10 +80,11 @@ describe('quality "auto"', () => {
           const reference = await decodeToRgb(
             sharp(input).resize(512, 512, { fit: 'inside', withoutEnlargement: true }),
           );
-          expect(ssimulacra2(reference, await decodeToRgb(data)), `${name} ${format}`).toBeCloseTo(
-            info.score!,
-            0,
-          );
+          // At 512 px the search scores row-sampled estimates (AUTO_ROW_SAMPLING): the exact score
+          // is within half a point of the reported one and itself holds the floor.
+          const exact = ssimulacra2(reference, await decodeToRgb(data));
+          expect(exact, `${name} ${format}`).toBeCloseTo(info.score!, 0);
+          expect(exact, `${name} ${format}`).toBeGreaterThanOrEqual(AUTO_FLOOR);
         }
       }
     }

@@ -1,4 +1,5 @@
 export {
+  AUTO_BELOW,
   AUTO_FLOOR,
   AUTO_MAX_Q,
   AUTO_MIN_Q,
@@ -6,6 +7,7 @@ export {
   AUTO_TARGET,
   AUTO_TOLERANCE,
   createAutoEncoder,
+  SAMPLED_FLOOR_MARGIN,
   SMALL_IMAGE_SIDE,
 } from './auto.ts';
 export { createBisectionAutoEncoder } from './auto-bisection.ts';

@@ -14,6 +14,7 @@ import {
   fitAltText,
   renderAltTemplate,
 } from './alt-text.ts';
+import { PlatformError } from './platform-error.ts';
 import { kitSql } from './sql.ts';
 import { type Backend, testBackends } from './test-support.ts';
 import { fixtureImage } from './testing/fixtures.ts';
@@ -82,6 +83,15 @@ describe('alt text templates', () => {
     );
     expect(renderAltTemplate('{product_title} ({variant})', bare, 512)).toBe('Linen Shirt');
     expect(renderAltTemplate('{variant}', bare, 512)).toBe('');
+    expect(renderAltTemplate('{product_title} - {variant} ({n})', { ...bare, position: 3 }, 512)).toBe(
+      'Linen Shirt (3)',
+    );
+    expect(renderAltTemplate('{product_title} ({variant}, {n})', { ...bare, position: 3 }, 512)).toBe(
+      'Linen Shirt (3)',
+    );
+    expect(renderAltTemplate('{product_title} ({n}, {variant})', { ...bare, position: 3 }, 512)).toBe(
+      'Linen Shirt (3)',
+    );
   });
 
   it('refuses unknown placeholders and stray braces, naming them', () => {
@@ -133,6 +143,7 @@ function describeBatches(backend: Backend): void {
 
         const batch = await alt.createBatch(SITE, request);
         expect(batch).toMatchObject({ state: 'queued', mode: 'template', scope: 'missing', changed: 0 });
+        expect((await alt.activeBatch(SITE))?.id).toBe(batch.id);
         const done = await alt.runBatch(SITE, batch.id);
         expect(done).toMatchObject({ state: 'done', changed: 4, failed: 0, undoneAt: null });
         expect(await altOf(platform, ids[0]!)).toBe('Linen Shirt by Acme, image 1');
@@ -194,6 +205,53 @@ function describeBatches(backend: Backend): void {
       }
     });
 
+    it('a platform failure mid-batch: the job run again finishes it, each image written once; a refused image is counted failed', async () => {
+      const db = await backend.open();
+      try {
+        const { platform, ids } = await catalog();
+        const alt = createAltText({ db, port: platform.port });
+        const batch = await alt.createBatch(SITE, {
+          mode: 'template',
+          template: '{product_title}',
+          scope: 'all',
+        });
+        // The first write goes through; the second fails as Shopify being unavailable does (the job's
+        // retry); the third reaches the platform but the answer is lost (a timeout after the write).
+        let writes = 0;
+        const setAltText = platform.port.setAltText.bind(platform.port);
+        platform.port.setAltText = async (...args) => {
+          if (++writes === 2) throw new PlatformError('UNAVAILABLE', 'Shopify answered 503');
+          if (writes === 3) {
+            await setAltText(...args);
+            throw new PlatformError('UNAVAILABLE', 'timed out after the write');
+          }
+          return setAltText(...args);
+        };
+        await expect(alt.runBatch(SITE, batch.id)).rejects.toThrow(/503/);
+        expect(await alt.getBatch(SITE, batch.id)).toMatchObject({
+          state: 'running',
+          lastError: expect.stringMatching(/503/),
+        });
+        await expect(alt.runBatch(SITE, batch.id)).rejects.toThrow(/timed out/);
+        // The run again: a non-retryable refusal of one image is counted, the rest are written.
+        platform.failNext(SITE, 'alt', new PlatformError('INVALID', 'fileUpdate: refused'));
+        const done = await alt.runBatch(SITE, batch.id);
+        expect(done).toMatchObject({ state: 'done', changed: 4, failed: 1 });
+        expect(platform.stats.alt).toBe(4); // 1 before the failures, 1 whose answer was lost, 2 after: none twice
+        const undo = await alt.undoBatch(SITE, batch.id);
+        expect(undo).toMatchObject({ restored: 4, failed: 0 });
+        expect(await Promise.all(ids.map((id) => altOf(platform, id)))).toEqual([
+          null,
+          'Back of the shirt, merchant wrote this',
+          '  ',
+          null,
+          null,
+        ]);
+      } finally {
+        await db.close();
+      }
+    });
+
     it('auto: a new image without alt text gets it once; one with alt text, or undone, is left alone', async () => {
       const db = await backend.open();
       try {
@@ -209,15 +267,31 @@ function describeBatches(backend: Backend): void {
           kind: 'skipped',
           reason: 'has_alt',
         });
-        // The batch it made is listed (scope auto) and can be undone; after that it is not written again.
-        const [auto] = await alt.listBatches(SITE);
-        expect(auto).toMatchObject({ scope: 'auto', changed: 1 });
-        await alt.undoBatch(SITE, auto!.id);
+        // A day's automatic writes are one batch (scope auto), listed and undone together; after that
+        // the images are not written again.
+        expect(await alt.autoAltText(SITE, ids[0]!, { mode: 'template' })).toMatchObject({ kind: 'written' });
+        const autos = await alt.listBatches(SITE);
+        expect(autos).toHaveLength(1);
+        expect(autos[0]).toMatchObject({ scope: 'auto', changed: 2, state: 'done' });
+        expect(await alt.activeBatch(SITE)).toBeUndefined();
+        expect(await alt.undoBatch(SITE, autos[0]!.id)).toMatchObject({ restored: 2 });
         expect(await altOf(platform, ids[3]!)).toBeNull();
+        expect(await altOf(platform, ids[0]!)).toBeNull();
         expect(await alt.autoAltText(SITE, ids[3]!, { mode: 'template' })).toEqual({
           kind: 'skipped',
           reason: 'written_before',
         });
+        // Shopify unavailable at the write: no trace left, so the image's next event writes it.
+        platform.failNext(SITE, 'alt', new PlatformError('UNAVAILABLE', 'Shopify answered 503'));
+        await expect(alt.autoAltText(SITE, ids[4]!, { mode: 'template' })).rejects.toThrow(/503/);
+        expect(await alt.listBatches(SITE)).toHaveLength(1);
+        expect(await alt.autoAltText(SITE, ids[4]!, { mode: 'template' })).toMatchObject({ kind: 'written' });
+        expect(await altOf(platform, ids[4]!)).toBe('Stoneware Mug by Kiln & Co');
+        // The day's batch was undone: a new one holds what came after.
+        expect((await alt.listBatches(SITE)).map((b) => [b.changed, b.undoneAt === null])).toEqual([
+          [1, true],
+          [2, false],
+        ]);
       } finally {
         await db.close();
       }

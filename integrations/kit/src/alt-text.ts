@@ -78,6 +78,10 @@ function tidy(text: string): string {
       .replace(/\s+/g, ' ')
       // a separator followed by another one: the value between them was empty
       .replace(new RegExp(`(${SEPARATOR.source})\\s*(?=${SEPARATOR.source})`, 'g'), '')
+      // a separator just inside a bracket, or just before one: the value next to it was empty
+      .replace(new RegExp(`([(\\[])\\s*(${SEPARATOR.source})+\\s*`, 'g'), '$1')
+      .replace(new RegExp(`\\s*(${SEPARATOR.source})+\\s*([)\\]])`, 'g'), '$2')
+      .replace(new RegExp(`\\s+(${SEPARATOR.source})+\\s+(?=[(\\[])`, 'g'), ' ')
       .replace(new RegExp(`^\\s*(${SEPARATOR.source})+\\s*`), '')
       .replace(new RegExp(`\\s*(${SEPARATOR.source})+\\s*$`), '')
       // "by" or "for" with nothing after it
@@ -198,6 +202,8 @@ export interface AltText {
   runBatch(site: string, batchId: string, signal?: AbortSignal): Promise<AltBatch>;
   /** Put back the alt text each image had before the batch, where nothing changed it since. */
   undoBatch(site: string, batchId: string, signal?: AbortSignal): Promise<AltUndoResult>;
+  /** The batch being applied (queued or running), if any; automatic ones are not counted. */
+  activeBatch(site: string): Promise<AltBatch | undefined>;
   /** A batch whose job gave up for good: `failed`, with the reason (what it wrote stays undoable). */
   failBatch(site: string, batchId: string, error: string): Promise<void>;
   getBatch(site: string, batchId: string): Promise<AltBatch | undefined>;
@@ -253,12 +259,11 @@ export function createAltText(options: AltTextOptions): AltText {
   const owner = options.owner ?? `kit-alt-${randomUUID()}`;
   const limit = port.maxAltTextLength;
 
-  /** One pass's memory: contexts per parent (one look-up per product) and whether AI answered as AI. */
+  /** One pass's memory: the images of each parent seen so far, and whether AI answered as AI. */
   interface Pass {
     site: string;
     mode: AltMode;
     template: string;
-    contexts: Map<string, Promise<AssetContext>>;
     /** Images of each parent seen so far, for `{n}` when the platform does not give the position. */
     seen: Map<string, number>;
     aiUnavailable: boolean;
@@ -274,7 +279,6 @@ export function createAltText(options: AltTextOptions): AltText {
       site,
       mode: request.mode,
       template,
-      contexts: new Map(),
       seen: new Map(),
       aiUnavailable: !options.client,
       signal,
@@ -288,18 +292,15 @@ export function createAltText(options: AltTextOptions): AltText {
       n = (pass.seen.get(parent) ?? 0) + 1;
       pass.seen.set(parent, n);
     }
-    // One look-up per parent: its title, vendor … are the same for each of its images; the position is the image's own.
-    const key = parent ?? `asset:${asset.id}`;
-    let found = pass.contexts.get(key);
-    if (!found) {
-      found = port.assetContext(pass.site, asset.id, { signal: pass.signal, parentId: parent });
-      pass.contexts.set(key, found);
-      found.catch(() => pass.contexts.delete(key));
-    }
-    const shared = await found;
-    // The parent's context was looked up for its first image; this image's number is its place
-    // among the parent's images in the listing (which lists them in the platform's order).
-    return { ...shared, position: n ?? shared.position, filename: asset.filename };
+    // Asked per image (its variant and position are its own), with the parent as a hint: an adapter
+    // answers from the parent's one look-up (the Shopify adapter keeps a product's for a moment).
+    const context = await port.assetContext(pass.site, asset.id, {
+      signal: pass.signal,
+      parentId: parent,
+      variant: pass.template.includes('{variant}'),
+    });
+    // Without a position from the platform, the image's place among its parent's in the listing.
+    return { ...context, position: context.position ?? n, filename: asset.filename };
   }
 
   async function propose(pass: Pass, asset: PlatformAsset, context: AssetContext): Promise<AltProposal> {
@@ -480,7 +481,13 @@ export function createAltText(options: AltTextOptions): AltText {
             continue;
           }
           if (proposal.proposed === asset.altText) {
-            counts.unchanged++;
+            // Already there: written by an earlier run of this batch that stopped before recording it
+            // (its change is then completed), or the image had this text before.
+            const completed = await sql.run(
+              `UPDATE kit_alt_changes SET state = 'written' WHERE batch_id = ? AND asset_id = ? AND state = 'pending'`,
+              [batchId, asset.id],
+            );
+            if (completed === 0) counts.unchanged++;
             continue;
           }
           try {
@@ -497,6 +504,11 @@ export function createAltText(options: AltTextOptions): AltText {
             } else counts[outcome]++;
           } catch (error) {
             if (isPlatformError(error) && error.retryable) throw error; // the job's retry goes on from here
+            // Refused: nothing changed, so nothing for undo.
+            await sql.run(
+              `DELETE FROM kit_alt_changes WHERE batch_id = ? AND asset_id = ? AND state = 'pending'`,
+              [batchId, asset.id],
+            );
             counts.failed++;
             lastError = `${asset.filename}: ${errorText(error)}`;
           }
@@ -527,50 +539,59 @@ export function createAltText(options: AltTextOptions): AltText {
       const batch = await service.getBatch(site, batchId);
       if (!batch) throw new Error(`undoBatch: no alt text batch ${batchId} for ${site}`);
       const result = { restored: 0, kept: 0, failed: 0 };
-      const changes = await sql.all(
-        `SELECT * FROM kit_alt_changes WHERE batch_id = ? AND undone_at IS NULL ORDER BY asset_id`,
-        [batchId],
-      );
-      for (const change of changes) {
-        const assetId = String(change.asset_id);
-        const before = strOrNull(change.alt_before);
-        const after = String(change.alt_after);
-        try {
-          const outcome = await withAssetLease(site, assetId, async () => {
-            const live = port.getAsset
-              ? await port.getAsset(site, assetId, { signal })
-              : (await port.fetchAsset(site, assetId, { signal })).asset;
-            // Only where the image still has what the batch wrote: a later edit stays.
-            if ((live.altText ?? '') === after) {
-              await port.setAltText(site, assetId, before === null || before === '' ? null : before, {
-                signal,
-              });
-              return 'restored' as const;
+      // Again until none is left: an automatic batch may gain a change while it is being undone.
+      const seen = new Set<string>();
+      for (;;) {
+        const changes = (
+          await sql.all(
+            `SELECT * FROM kit_alt_changes WHERE batch_id = ? AND undone_at IS NULL ORDER BY asset_id`,
+            [batchId],
+          )
+        ).filter((change) => !seen.has(String(change.asset_id)));
+        if (changes.length === 0) break;
+        for (const change of changes) {
+          seen.add(String(change.asset_id));
+          const assetId = String(change.asset_id);
+          const before = strOrNull(change.alt_before);
+          const after = String(change.alt_after);
+          try {
+            const outcome = await withAssetLease(site, assetId, async () => {
+              const live = port.getAsset
+                ? await port.getAsset(site, assetId, { signal })
+                : (await port.fetchAsset(site, assetId, { signal })).asset;
+              // Only where the image still has what the batch wrote: a later edit stays.
+              if ((live.altText ?? '') === after) {
+                await port.setAltText(site, assetId, before === null || before === '' ? null : before, {
+                  signal,
+                });
+                return 'restored' as const;
+              }
+              // Never written (the platform refused it), or put back by hand: nothing to do.
+              return (live.altText ?? '') === (before ?? '') ? ('settled' as const) : ('kept' as const);
+            });
+            if (outcome === 'busy') {
+              result.failed++;
+              continue;
             }
-            return (live.altText ?? '') === (before ?? '') ? ('restored' as const) : ('kept' as const);
-          });
-          if (outcome === 'busy') {
-            result.failed++;
-            continue;
-          }
-          result[outcome]++;
-          await sql.run(`UPDATE kit_alt_changes SET undone_at = ? WHERE batch_id = ? AND asset_id = ?`, [
-            clock.now(),
-            batchId,
-            assetId,
-          ]);
-        } catch (error) {
-          if (isPlatformError(error) && error.code === 'NOT_FOUND') {
-            // The image is gone: nothing to put back.
+            if (outcome !== 'settled') result[outcome]++;
             await sql.run(`UPDATE kit_alt_changes SET undone_at = ? WHERE batch_id = ? AND asset_id = ?`, [
               clock.now(),
               batchId,
               assetId,
             ]);
-            continue;
+          } catch (error) {
+            if (isPlatformError(error) && error.code === 'NOT_FOUND') {
+              // The image is gone: nothing to put back.
+              await sql.run(`UPDATE kit_alt_changes SET undone_at = ? WHERE batch_id = ? AND asset_id = ?`, [
+                clock.now(),
+                batchId,
+                assetId,
+              ]);
+              continue;
+            }
+            if (isPlatformError(error) && error.retryable) throw error;
+            result.failed++;
           }
-          if (isPlatformError(error) && error.retryable) throw error;
-          result.failed++;
         }
       }
       if (result.failed === 0)
@@ -580,6 +601,15 @@ export function createAltText(options: AltTextOptions): AltText {
           batchId,
         ]);
       return { ...result, batch: (await service.getBatch(site, batchId)) as AltBatch };
+    },
+
+    async activeBatch(site) {
+      const [row] = await sql.all(
+        `SELECT * FROM kit_alt_batches WHERE site = ? AND scope <> 'auto' AND state IN ('queued', 'running')
+         ORDER BY created_at DESC LIMIT 1`,
+        [site],
+      );
+      return row && batchOf(row);
     },
 
     async failBatch(site, batchId, error) {
@@ -621,24 +651,55 @@ export function createAltText(options: AltTextOptions): AltText {
       const pass = newPass(site, request, signal);
       const parent = request.parentId ?? asset.parentId;
       const context = {
-        ...(await port.assetContext(site, assetId, { signal, parentId: parent })),
+        ...(await port.assetContext(site, assetId, {
+          signal,
+          parentId: parent,
+          variant: pass.template.includes('{variant}'),
+        })),
         filename: asset.filename,
       };
       const proposal = await propose(pass, { ...asset, parentId: parent }, context);
       if (proposal.proposed === null || proposal.source === null)
         return { kind: 'skipped', reason: 'nothing_to_write' };
-      const batchId = await insertBatch(
-        site,
-        { mode: request.mode, template: pass.template, scope: 'auto' },
-        'running',
+      // One automatic batch per site and day: a day's writes on arrival are listed, and undone, together.
+      const day = Math.floor(clock.now() / 86_400_000) * 86_400_000;
+      const [open] = await sql.all(
+        `SELECT id FROM kit_alt_batches WHERE site = ? AND scope = 'auto' AND undone_at IS NULL AND created_at >= ?
+         ORDER BY created_at DESC LIMIT 1`,
+        [site, day],
       );
-      const outcome = await write(site, batchId, asset, proposal.proposed, proposal.source);
+      const batchId = open
+        ? String(open.id)
+        : await insertBatch(site, { mode: request.mode, template: pass.template, scope: 'auto' }, 'done');
+      const dropIfEmpty = async () => {
+        if (!open)
+          await sql.run(
+            'DELETE FROM kit_alt_batches WHERE id = ? AND NOT EXISTS (SELECT 1 FROM kit_alt_changes WHERE batch_id = ?)',
+            [batchId, batchId],
+          );
+      };
+      let outcome: Awaited<ReturnType<typeof write>>;
+      try {
+        outcome = await write(site, batchId, asset, proposal.proposed, proposal.source);
+      } catch (error) {
+        // Not written: no trace, so the image's next event tries again.
+        await sql.run(
+          `DELETE FROM kit_alt_changes WHERE batch_id = ? AND asset_id = ? AND state = 'pending'`,
+          [batchId, assetId],
+        );
+        await dropIfEmpty();
+        throw error;
+      }
+      if (outcome === 'busy') {
+        await dropIfEmpty();
+        return { kind: 'skipped', reason: 'busy' };
+      }
       const now = clock.now();
       await sql.run(
-        `UPDATE kit_alt_batches SET state = 'done', changed = ?, message = ?, updated_at = ?, finished_at = ? WHERE id = ?`,
-        [outcome === 'changed' ? 1 : 0, messageOf(pass), now, now, batchId],
+        `UPDATE kit_alt_batches SET changed = (SELECT COUNT(*) FROM kit_alt_changes WHERE batch_id = ? AND state = 'written'),
+           message = COALESCE(?, message), updated_at = ?, finished_at = ? WHERE id = ?`,
+        [batchId, messageOf(pass), now, now, batchId],
       );
-      if (outcome === 'busy') return { kind: 'skipped', reason: 'busy' };
       return {
         kind: 'written',
         text: proposal.proposed,

@@ -80,4 +80,4 @@ export {
   type Replacement,
   sameImageKind,
 } from './port.ts';
-export { type BulkRun, type RunCounts, type RunState, type RunStore, runStore } from './runs.ts';
+export { type BulkRun, type RunCounts, type RunState, type RunStore, runStore, ZERO_COUNTS } from './runs.ts';

@@ -72,6 +72,8 @@ export interface CallOptions {
 /** `assetContext`'s options: the asset's parent when the caller knows it (a webhook names the product) saves a search. */
 export interface ContextOptions extends CallOptions {
   parentId?: string | undefined;
+  /** false: the caller does not use `variant`, so a platform may skip a dearer look-up (default true). */
+  variant?: boolean | undefined;
 }
 
 export interface ListOptions extends CallOptions {

@@ -68,11 +68,17 @@ async function setUp(options: Parameters<typeof startHarness>[0] = {}) {
       });
     });
   /** A product as a merchant makes it; resolves once its products/create job is done. */
-  const product = async (title: string, alts: (string | null)[], vendor = 'Acme') => {
+  const product = async (
+    title: string,
+    alts: (string | null)[],
+    vendor = 'Acme',
+    variants?: { title: string; images: number[] }[],
+  ) => {
     const bytes = await smallJpeg();
     const made = await h.fake.createProduct(shop, {
       title,
       vendor,
+      ...(variants ? { variants } : {}),
       images: alts.map((alt, i) => ({
         bytes,
         filename: `${title.slice(0, 12).replace(/\W/g, '-')}-${i + 1}.jpg`,
@@ -170,6 +176,27 @@ describe('alt text in the admin (template, apply, undo; auto on arrival)', { tim
       'ALREADY_UNDONE',
     );
     expect((await t.api('/api/admin/alt-text/undo', { batch_id: 'alt_nosuchbatch' })).status).toBe(404);
+  });
+
+  it("fills {variant} from the variant that shows the image (none for a product's shared images)", async () => {
+    const tee = await t.product('Cotton Tee', [null, null, null], 'Acme', [
+      { title: 'Blue / M', images: [0] },
+      { title: 'Red / M', images: [1] },
+    ]);
+    const preview = await t.api('/api/admin/alt-text/preview', {
+      mode: 'template',
+      template: '{product_title} - {variant} ({n})',
+      scope: 'missing',
+      limit: 50,
+    });
+    const proposed = (id: string) =>
+      (preview.body.items as { asset_id: string; proposed: string }[]).find((i) => i.asset_id === id)
+        ?.proposed;
+    expect(tee.mediaIds.map(proposed)).toEqual([
+      'Cotton Tee - Blue / M (1)',
+      'Cotton Tee - Red / M (2)',
+      'Cotton Tee (3)',
+    ]);
   });
 
   it('refuses bad requests with 400 naming the field (unknown placeholder, mode, scope)', async () => {

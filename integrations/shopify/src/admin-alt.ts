@@ -16,7 +16,6 @@ import type { Database, JobContext, JobHandlers, JobQueue, Logger } from '@compr
 import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import express, { type Request, type Response } from 'express';
 import { z } from 'zod';
-import { badRequest, problems } from './admin.ts';
 import type { ShopStore } from './shop-store.ts';
 import type { Session } from './shopify-lib.ts';
 import { type ShopifyApiHandle, shopifyPlatform } from './shopify-platform.ts';
@@ -30,6 +29,25 @@ export const ALT_JOBS = {
 export interface AltTextJob {
   shop: string;
   batchId: string;
+}
+
+/** Each problem of a body: the field, what it expects, what it received (as the rest of /api/admin). */
+function problems(error: z.ZodError, body: unknown) {
+  return error.issues.map((issue) => ({
+    field: issue.path.join('.') || '(body)',
+    expected: issue.message,
+    received:
+      JSON.stringify(
+        issue.path.reduce<unknown>(
+          (v, k) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k] : undefined),
+          body,
+        ),
+      ) ?? 'nothing',
+  }));
+}
+
+function badRequest(res: Response, message: string, details: unknown) {
+  res.status(400).json({ error: { code: 'INVALID_REQUEST', message, details } });
 }
 
 /** Attempts an alt text job gets (Shopify or the API unavailable): the work goes on where it was. */
@@ -233,12 +251,6 @@ export function adminAltRouter(deps: {
     return shop;
   }
 
-  async function inProgress(shop: string) {
-    return (await service.listBatches(shop, { limit: 20 })).find(
-      (b) => (b.state === 'queued' || b.state === 'running') && b.scope !== 'auto',
-    );
-  }
-
   router.post('/api/admin/alt-text/preview', async (req: Request, res: Response) => {
     const shop = shopFor(res);
     if (!shop) return;
@@ -294,7 +306,7 @@ export function adminAltRouter(deps: {
       );
       return;
     }
-    const running = await inProgress(shop);
+    const running = await service.activeBatch(shop);
     if (running) {
       res.status(409).json({
         error: {

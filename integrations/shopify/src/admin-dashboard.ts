@@ -13,12 +13,10 @@ import {
 import type { BlobStore, Database } from '@compresso/runtime';
 import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import express, { type Request, type Response } from 'express';
+import { BACKUP_PREFIX } from './retention.ts';
 import type { ShopStore } from './shop-store.ts';
 import { type Session, shopifyApiLib } from './shopify-lib.ts';
 import { type ShopifyApiHandle, shopifyPlatform } from './shopify-platform.ts';
-
-/** Where the worker keeps originals (worker.ts makes its backup store with the same prefix). */
-export const BACKUP_PREFIX = 'shopify-backups';
 
 /** The screens of the embedded admin; App Bridge's nav menu links to each path, the server answers the page at all of them. */
 export const SCREENS = [
@@ -272,6 +270,11 @@ export function dashboardRouter(deps: DashboardDeps): express.Router {
       bytes_saved: saved,
       percent_saved: percent(totals.bytesBefore, totals.bytesAfter),
       quota: await quotaOf(shop),
+      // Images whose turn waits for the quota's reset (a delayed job takes them then).
+      waiting: await shops.quotaWaits(shop, 0).then((w) => ({
+        count: w.count,
+        until: w.until === null ? null : new Date(w.until).toISOString(),
+      })),
     });
   });
 

@@ -5,6 +5,7 @@ import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import express, { type Request, type Response } from 'express';
 import { z } from 'zod';
 import { adminAltRouter } from './admin-alt.ts';
+import { type AdminBulkDeps, adminBulkRouter } from './admin-bulk.ts';
 import { dashboardRouter } from './admin-dashboard.ts';
 import { ShopSettingsSchema, type ShopStore } from './shop-store.ts';
 import type { Session } from './shopify-lib.ts';
@@ -33,7 +34,7 @@ const RestoreRequestSchema = z.union([
   z.object({ all: z.literal(true) }).strict(),
 ]);
 
-export function problems(error: z.ZodError, body: unknown) {
+function problems(error: z.ZodError, body: unknown) {
   return error.issues.map((issue) => ({
     field: issue.path.join('.') || '(body)',
     expected: issue.message,
@@ -47,7 +48,7 @@ export function problems(error: z.ZodError, body: unknown) {
   }));
 }
 
-export function badRequest(res: Response, message: string, details: unknown) {
+function badRequest(res: Response, message: string, details: unknown) {
   res.status(400).json({ error: { code: 'INVALID_REQUEST', message, details } });
 }
 
@@ -77,6 +78,7 @@ export function adminRouter(deps: {
   const shopOf = (res: Response) => (res.locals.shopify as { session: Session }).session.shop;
 
   router.use('/api/admin', deps.authenticated, express.json({ limit: '16kb' }));
+  router.use(adminBulkRouter(deps)); // /api/admin/bulk… (admin-bulk.ts), behind the same session token
   router.use(adminAltRouter(deps));
   router.use(dashboardRouter(deps));
 
@@ -97,8 +99,16 @@ export function adminRouter(deps: {
             ? Math.round((1 - a.currentSize / a.originalSize) * 1000) / 10
             : null,
       }));
+    // Images whose turn waits for the shop's Compresso quota to reset (a delayed job takes them then).
+    const waits = await shops.quotaWaits(shop, 50);
+    const iso = (ms: number) => new Date(ms).toISOString();
     res.json({
       shop,
+      waiting: {
+        count: waits.count,
+        until: waits.until === null ? null : iso(waits.until),
+        images: waits.images.map((w) => ({ id: w.assetId, product_id: w.productId, until: iso(w.until) })),
+      },
       connected: record?.hasKey ?? false,
       key_source: record?.keySource ?? null,
       settings: record?.settings ?? null,
@@ -112,7 +122,7 @@ export function adminRouter(deps: {
     if (!parsed.success) {
       badRequest(
         res,
-        'Expected some of {enabled, quality, maxDimension, keepExif, alt_text_mode, alt_text_template}.',
+        'Expected some of {enabled, quality, maxDimension, keepExif, backupRetentionDays, alt_text_mode, alt_text_template}.',
         problems(parsed.error, req.body),
       );
       return;

@@ -6,7 +6,7 @@ import { type PrivateRedis, privateRedis } from './test-services.ts';
 import { webhookJobId } from './webhooks.ts';
 
 const CORPUS = new URL('../../../../shared/corpus/', import.meta.url);
-const PHOTOS = ['photo-mate-LadyBird.jpg', 'photo-mate-TwoWings.jpg'];
+const PHOTOS = ['photo-skimage-rocket.jpg', 'photo-mate-LadyBird.jpg'];
 
 let redis: PrivateRedis;
 let h: Harness;

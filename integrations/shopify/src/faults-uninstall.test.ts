@@ -7,7 +7,7 @@ import { webhookJobId } from './webhooks.ts';
 import type { ProductJobResult } from './worker.ts';
 
 const CORPUS = new URL('../../../../shared/corpus/', import.meta.url);
-const PHOTOS = ['photo-mate-LadyBird.jpg', 'photo-mate-TwoWings.jpg', 'photo-skimage-rocket.jpg'];
+const PHOTOS = ['photo-skimage-rocket.jpg', 'photo-mate-LadyBird.jpg', 'photo-mate-TwoWings.jpg'];
 
 let h: Harness;
 let jobs: ReturnType<typeof jobEvents>;

@@ -10,6 +10,9 @@ import type { MigrationSet } from '@compresso/runtime';
  *   and key it uses (the key sealed), its settings.
  * - shopify_webhooks: webhook ids seen (Shopify redelivers, and the same id means the same event),
  *   with what was done, so a redelivery is answered without doing it twice.
+ * - shopify_quota_waits (v2): images waiting for the shop's Compresso quota to reset — until when,
+ *   and the delayed job that will take them — so the admin shows them; a row goes when its image's
+ *   turn comes.
  */
 export const SHOPIFY_MIGRATIONS: MigrationSet = {
   namespace: 'shopify',
@@ -46,6 +49,20 @@ CREATE TABLE shopify_webhooks (
 CREATE INDEX shopify_webhooks_shop ON shopify_webhooks (shop);
 `,
     },
+    {
+      version: 2,
+      sql: `
+CREATE TABLE shopify_quota_waits (
+  shop TEXT NOT NULL,
+  asset_id TEXT NOT NULL,
+  product_id TEXT NOT NULL,
+  until_ms INTEGER NOT NULL,
+  job_id TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (shop, asset_id)
+);
+`,
+    },
   ],
   postgres: [
     {
@@ -78,6 +95,20 @@ CREATE TABLE shopify_webhooks (
   outcome TEXT NOT NULL
 );
 CREATE INDEX shopify_webhooks_shop ON shopify_webhooks (shop);
+`,
+    },
+    {
+      version: 2,
+      sql: `
+CREATE TABLE shopify_quota_waits (
+  shop TEXT NOT NULL,
+  asset_id TEXT NOT NULL,
+  product_id TEXT NOT NULL,
+  until_ms BIGINT NOT NULL,
+  job_id TEXT NOT NULL,
+  created_at TIMESTAMPTZ NOT NULL,
+  PRIMARY KEY (shop, asset_id)
+);
 `,
     },
   ],

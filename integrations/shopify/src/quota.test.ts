@@ -1,8 +1,11 @@
+/// <reference lib="dom" />
+import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { manualClock } from '@compresso/integration-kit/testing';
 import type { QueueEvent } from '@compresso/runtime';
+import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Harness, startHarness } from './test-harness.ts';
+import { API_KEY, API_SECRET, type Harness, startHarness } from './test-harness.ts';
 import { webhookJobId } from './webhooks.ts';
 import type { ProductJobResult } from './worker.ts';
 
@@ -22,6 +25,72 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
 });
+
+/** An App Bridge session token as Shopify issues it (HS256 with the app secret). */
+function sessionToken(shop: string): string {
+  const now = Math.floor(Date.now() / 1000);
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const body = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({
+    iss: `https://${shop}/admin`,
+    dest: `https://${shop}`,
+    aud: API_KEY,
+    sub: '42',
+    exp: now + 60,
+    nbf: now - 5,
+    iat: now,
+    jti: randomUUID(),
+    sid: randomUUID(),
+  })}`;
+  return `${body}.${createHmac('sha256', API_SECRET).update(body).digest('base64url')}`;
+}
+
+type Waiting = {
+  count: number;
+  until: string | null;
+  images?: { id: string; product_id: string; until: string }[];
+};
+
+/** The embedded admin's JSON, asked as the page does. */
+async function adminApi<T>(shop: string, path: string): Promise<T> {
+  const res = await fetch(`${h.appUrl}${path}`, {
+    headers: { authorization: `Bearer ${sessionToken(shop)}` },
+  });
+  expect(res.status).toBe(200);
+  return res.json() as Promise<T>;
+}
+
+/**
+ * The dashboard's overview as a merchant sees it, in real Chromium: App Bridge (Shopify's CDN) is
+ * replaced by a stand-in whose idToken() hands the page a real session token.
+ */
+async function overviewText(shop: string): Promise<string> {
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
+  try {
+    const context = await browser.newContext();
+    const token = sessionToken(shop);
+    await context.route('**/*', (route) => {
+      const url = route.request().url();
+      if (url === 'https://cdn.shopify.com/shopifycloud/app-bridge.js')
+        return route.fulfill({
+          contentType: 'text/javascript',
+          body: `window.shopify = { config: { shop: ${JSON.stringify(shop)} }, idToken: async () => ${JSON.stringify(token)} };
+customElements.define('ui-nav-menu', class extends HTMLElement {});`,
+        });
+      return url.startsWith('http://127.0.0.1:') ? route.continue() : route.abort();
+    });
+    const page = await context.newPage();
+    const host = Buffer.from(`admin.shopify.com/store/${shop}`).toString('base64url');
+    await page.goto(`${h.appUrl}/?embedded=1&shop=${shop}&host=${host}`);
+    await page.waitForFunction(() => document.body.dataset.ready !== undefined);
+    return (await page.textContent('body')) ?? '';
+  } finally {
+    await browser.close();
+  }
+}
 
 /** The job's end, waited for on the queue's own events. */
 function finished(id: string): Promise<QueueEvent> {
@@ -75,10 +144,29 @@ describe('the Compresso quota runs out during auto-compression', () => {
       expect(h.fake.file(id)?.bytes.equals(originals[i + 2]!)).toBe(true);
     }
     for (const id of done) expect((await ledger.get(shop, id))?.state).toBe('optimized');
+    // The admin shows them as waiting, with the time of the reset.
+    const before = (await adminApi<{ waiting: Waiting }>(shop, '/api/admin/status')).waiting;
+    expect(before).toMatchObject({ count: rest.length, until: new Date(MIDNIGHT).toISOString() });
+    expect(before.images!.map((w) => w.id).sort()).toEqual([...rest].sort());
+    expect(before.images!.every((w) => w.product_id === product.id)).toBe(true);
+    const overview = await adminApi<{ waiting: Waiting }>(shop, '/api/admin/overview');
+    expect(overview.waiting).toEqual({ count: rest.length, until: new Date(MIDNIGHT).toISOString() });
+    const shown = await overviewText(shop);
+    expect(shown).toContain(`${rest.length} images wait for the quota to reset`);
+    expect(shown).toMatch(/after the reset at \S.*; nothing is lost/);
 
     // Midnight on the shared clock; the follow-up starts by itself when its delay is over.
     clock.advance(MIDNIGHT - clock.now() + 1);
-    const resumed = await finished(waiting!.jobId);
+    // The follow-up may have run a moment before the clock's midnight (its delay is real time) and met
+    // the quota again: then it queued the next link of its chain. The chain ends with the reset.
+    let id = waiting!.jobId;
+    let resumed = await finished(id);
+    for (let next = waiting; resumed.type === 'completed'; ) {
+      next = (await h.app.queue.getJob<unknown, ProductJobResult>(id))?.result?.waiting;
+      if (!next) break;
+      id = next.jobId;
+      resumed = await finished(id);
+    }
     expect(resumed, JSON.stringify(events.filter((e) => e.type === 'failed'))).toMatchObject({
       type: 'completed',
     });
@@ -87,6 +175,12 @@ describe('the Compresso quota runs out during auto-compression', () => {
       expect(record?.state, record?.lastError ?? '').toBe('optimized');
       expect(h.fake.file(id)!.bytes.length).toBeLessThan(originals[i + 2]!.length);
     }
+    // Their turn came: nothing waits any more.
+    expect((await adminApi<{ waiting: Waiting }>(shop, '/api/admin/status')).waiting).toEqual({
+      count: 0,
+      until: null,
+      images: [],
+    });
     // No job failed for good on the way (the quota is not a failure).
     expect(events.filter((e) => e.type === 'failed' && !e.willRetry)).toEqual([]);
   }, 120_000);

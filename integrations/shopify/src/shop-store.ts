@@ -15,6 +15,11 @@ export const ShopSettingsSchema = z.object({
   /** Keep EXIF (camera, location) in the replaced file. */
   keepExif: z.boolean().default(false),
   /**
+   * Days an original is kept after the app changed the image; null: as long as the app is installed.
+   * Past it, the original is deleted (retention.ts) and the image can no longer be restored.
+   */
+  backupRetentionDays: z.number().int().min(1).max(3650).nullable().default(null),
+  /**
    * Alt text for new product images that have none, on arrival: `off`, from `alt_text_template`, or
    * written by AI through the Compresso API (the template when the server has no AI).
    */
@@ -45,6 +50,13 @@ export interface ShopRecord {
   settings: ShopSettings;
 }
 
+export interface QuotaWaits {
+  count: number;
+  /** The earliest reset (ms since the epoch), or null when nothing waits. */
+  until: number | null;
+  images: { assetId: string; productId: string; until: number; jobId: string }[];
+}
+
 export type WebhookOutcome = 'queued' | 'ignored' | 'done';
 
 export interface ShopStore {
@@ -59,6 +71,15 @@ export interface ShopStore {
   /** The Compresso key in the clear, for the worker's client; undefined without one. */
   key(shop: string): Promise<string | undefined>;
   updateSettings(shop: string, patch: Partial<ShopSettings>): Promise<ShopSettings>;
+  /** Images that wait for the shop's Compresso quota to reset, in the delayed job `jobId`. */
+  addQuotaWaits(
+    shop: string,
+    wait: { productId: string; assetIds: readonly string[]; until: number; jobId: string },
+  ): Promise<void>;
+  /** The image's turn came (the follow-up ran it, or another job did): it no longer waits. */
+  endQuotaWait(shop: string, assetId: string): Promise<void>;
+  /** How many images wait, the earliest reset, and the first `limit` of them (soonest first). */
+  quotaWaits(shop: string, limit?: number): Promise<QuotaWaits>;
   /** Whether a delivery with this webhook id was handled before. */
   seenWebhook(id: string): Promise<boolean>;
   /**
@@ -151,6 +172,48 @@ export function shopStore(db: Database, sealer: Sealer): ShopStore {
       );
       return settings;
     },
+    async addQuotaWaits(shop, wait) {
+      const now = new Date().toISOString();
+      for (const assetId of wait.assetIds) {
+        await sql.run(
+          `INSERT INTO shopify_quota_waits (shop, asset_id, product_id, until_ms, job_id, created_at)
+           VALUES (?, ?, ?, ?, ?, ?)
+           ON CONFLICT (shop, asset_id) DO UPDATE SET product_id = excluded.product_id,
+             until_ms = excluded.until_ms, job_id = excluded.job_id`,
+          shop,
+          assetId,
+          wait.productId,
+          wait.until,
+          wait.jobId,
+          now,
+        );
+      }
+    },
+    async endQuotaWait(shop, assetId) {
+      await sql.run('DELETE FROM shopify_quota_waits WHERE shop = ? AND asset_id = ?', shop, assetId);
+    },
+    async quotaWaits(shop, limit = 50) {
+      const counted = await sql.get(
+        'SELECT COUNT(*) AS n, MIN(until_ms) AS until FROM shopify_quota_waits WHERE shop = ?',
+        shop,
+      );
+      const rows = await sql.all(
+        `SELECT asset_id, product_id, until_ms, job_id FROM shopify_quota_waits WHERE shop = ?
+         ORDER BY until_ms, asset_id LIMIT ?`,
+        shop,
+        limit,
+      );
+      return {
+        count: Number(counted?.n ?? 0),
+        until: counted?.until === null || counted?.until === undefined ? null : Number(counted.until),
+        images: rows.map((r) => ({
+          assetId: String(r.asset_id),
+          productId: String(r.product_id),
+          until: Number(r.until_ms),
+          jobId: String(r.job_id),
+        })),
+      };
+    },
     async seenWebhook(id) {
       return (await sql.get('SELECT 1 AS seen FROM shopify_webhooks WHERE webhook_id = ?', id)) !== undefined;
     },
@@ -169,6 +232,7 @@ export function shopStore(db: Database, sealer: Sealer): ShopStore {
     async erase(shop) {
       await sql.run('DELETE FROM shopify_sessions WHERE shop = ?', shop);
       await sql.run('DELETE FROM shopify_webhooks WHERE shop = ?', shop);
+      await sql.run('DELETE FROM shopify_quota_waits WHERE shop = ?', shop);
       await sql.run('DELETE FROM shopify_shops WHERE shop = ?', shop);
     },
   };

@@ -86,7 +86,9 @@ const COST = {
   node: 3,
   list: 2 + LIST_PAGE * (1 + 2 + 50 * 2),
   context: 1 + 2 + CONTEXT_PAGE * (1 + 2 + 50),
-  product: 1 + 1 + 2 + 50,
+  product: 1 + 1 + (2 + 50),
+  variants: 1 + 1 + (2 + 50) + (2 + 20 * (1 + 2 + 5)),
+  shop: 1,
   mutation: 10,
 } as const;
 
@@ -111,7 +113,7 @@ const LIST_QUERY = /* GraphQL */ `
       edges {
         cursor
         node {
-          id
+          id title vendor productType
           media(first: 50) { nodes { ... on MediaImage { id alt mimeType originalSource { url fileSize } } } }
         }
       }
@@ -130,12 +132,51 @@ const CONTEXT_QUERY = /* GraphQL */ `
   }
 `;
 
+interface ProductContextData {
+  shop: { name: string };
+  product: {
+    id: string;
+    title: string;
+    vendor: string;
+    productType: string;
+    media: { nodes: { id: string }[] };
+    variants?: { nodes: { title: string; media: { nodes: { id: string }[] } }[] };
+  } | null;
+}
+
+const isImage = (m: { id?: string | undefined }) => m.id?.includes('/MediaImage/') ?? false;
+
+/** How long a product's context answer is reused (a batch asks for each of its images in a row). */
+const PRODUCT_CONTEXT_TTL_MS = 30_000;
+
+const COUNT_IMAGES_QUERY = /* GraphQL */ `
+  query CompressoCountImages($after: String) {
+    products(first: 50, after: $after) { nodes { mediaCount { count } } pageInfo { hasNextPage endCursor } }
+  }
+`;
+
 /** The context of one product, when the media's product is known (a listing or a webhook said). */
 const PRODUCT_CONTEXT_QUERY = /* GraphQL */ `
   query CompressoProductContext($id: ID!) {
     shop { name }
     product(id: $id) { id title vendor productType media(first: 50) { nodes { id } } }
   }
+`;
+
+/** … with its variants and the media each shows, for `{variant}` (a dearer query: asked only when needed). */
+const PRODUCT_VARIANTS_QUERY = /* GraphQL */ `
+  query CompressoProductVariants($id: ID!) {
+    shop { name }
+    product(id: $id) {
+      id title vendor productType
+      media(first: 50) { nodes { id } }
+      variants(first: 20) { nodes { title media(first: 5) { nodes { id } } } }
+    }
+  }
+`;
+
+const SHOP_NAME_QUERY = /* GraphQL */ `
+  query CompressoShopName { shop { name } }
 `;
 
 const STAGE_MUTATION = /* GraphQL */ `
@@ -207,7 +248,15 @@ function filenameOf(url: string): string {
  * file) and reported as REJECTED. THROTTLED (HTTP 200 with errors[].extensions.code) becomes a
  * retryable PlatformError with the wait read from throttleStatus; every call goes through the pacer.
  */
-export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
+/** The port, and what the app asks Shopify beside it. */
+export interface ShopifyPort extends PlatformPort {
+  /** A product's title (one paced `node` query), for lists a merchant reads. */
+  productTitle(shop: string, productId: string, signal?: AbortSignal): Promise<string | null>;
+  /** The shop's number of products (`productsCount`). */
+  countProducts(shop: string, signal?: AbortSignal): Promise<number>;
+}
+
+export function shopifyPlatform(options: ShopifyPlatformOptions): ShopifyPort {
   const pacer = options.pacer ?? noPacer;
   const clock = options.clock ?? systemClock;
   const doFetch = options.fetch ?? fetch;
@@ -215,8 +264,54 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
   // Which product each media belongs to, as listings and context look-ups find out (Shopify's
   // MediaImage does not name its product): saves a catalogue walk for context.
   const productOfMedia = new Map<string, string>();
+  const productContexts = new Map<string, { at: number; data: Promise<ProductContextData> }>();
+  // What a listing read of each product (title, vendor, media order), for context without a call.
+  const listedProducts = new Map<
+    string,
+    { at: number; title: string; vendor: string; productType: string; mediaIds: string[] }
+  >();
+  const shopNames = new Map<string, { at: number; name: Promise<string> }>();
 
+  function remember(
+    shop: string,
+    product: { id: string; title?: string; vendor?: string; productType?: string },
+    images: MediaNode[],
+  ): void {
+    if (product.title === undefined) return;
+    if (listedProducts.size >= 5000)
+      for (const [k, v] of listedProducts)
+        if (clock.now() - v.at > PRODUCT_CONTEXT_TTL_MS) listedProducts.delete(k);
+    listedProducts.set(`${shop}\u0000${product.id}`, {
+      at: clock.now(),
+      title: product.title,
+      vendor: product.vendor ?? '',
+      productType: product.productType ?? '',
+      mediaIds: images.map((m) => m.id as string),
+    });
+  }
+
+  /** The shop's name, asked once every few minutes. */
+  async function shopName(shop: string, signal?: AbortSignal): Promise<string> {
+    let cached = shopNames.get(shop);
+    if (!cached || clock.now() - cached.at > 5 * 60_000) {
+      cached = {
+        at: clock.now(),
+        name: gql<{ shop: { name: string } }>(shop, COST.shop, SHOP_NAME_QUERY, {}, signal).then(
+          (d) => d.shop.name,
+        ),
+      };
+      shopNames.set(shop, cached);
+      cached.name.catch(() => shopNames.delete(shop));
+    }
+    return cached.name;
+  }
+
+  // The offline session, read (and unsealed) once a second at most per shop: a bulk run makes
+  // several calls an image. A session removed (uninstall) is seen within that second.
+  const sessionCache = new Map<string, { session: Session; at: number }>();
   async function sessionOf(shop: string): Promise<Session> {
+    const cached = sessionCache.get(shop);
+    if (cached && Date.now() - cached.at < 1000) return cached.session;
     let session: Session | undefined;
     try {
       session = await options.sessions.loadSession(options.api.session.getOfflineId(shop));
@@ -230,8 +325,11 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
         },
       );
     }
-    if (!session?.accessToken)
+    if (!session?.accessToken) {
+      sessionCache.delete(shop);
       throw new PlatformError('UNAUTHORIZED', `No offline session for ${shop} (not installed).`);
+    }
+    sessionCache.set(shop, { session, at: Date.now() });
     return session;
   }
 
@@ -362,6 +460,53 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
     }
   }
 
+  /** The context of media `id` from its product's own query; undefined when the product has no such media. */
+  async function productContext(
+    shop: string,
+    productId: string,
+    id: string,
+    signal: AbortSignal | undefined,
+    withVariants: boolean,
+    fresh = false,
+  ): Promise<AssetContext | undefined> {
+    // A product's answer is kept for a moment: a batch asks for each of its images in a row.
+    const key = `${shop}\u0000${productId}\u0000${withVariants ? 'v' : ''}`;
+    let cached = productContexts.get(key);
+    if (!cached || clock.now() - cached.at > PRODUCT_CONTEXT_TTL_MS || fresh) {
+      if (productContexts.size >= 200)
+        for (const [k, v] of productContexts)
+          if (clock.now() - v.at > PRODUCT_CONTEXT_TTL_MS) productContexts.delete(k);
+      cached = {
+        at: clock.now(),
+        data: withVariants
+          ? gql(shop, COST.variants, PRODUCT_VARIANTS_QUERY, { id: productId }, signal)
+          : gql(shop, COST.product, PRODUCT_CONTEXT_QUERY, { id: productId }, signal),
+      };
+      productContexts.set(key, cached);
+      cached.data.catch(() => productContexts.delete(key));
+    }
+    const data = await cached.data;
+    // {n} counts images: a product's videos and 3D models are not among them.
+    const position = data.product?.media.nodes.filter(isImage).findIndex((m) => m.id === id) ?? -1;
+    // Not among a kept answer's media: the image may be newer than the answer; ask once more.
+    if (!fresh && position < 0 && data.product)
+      return productContext(shop, productId, id, signal, withVariants, true);
+    if (!data.product || position < 0) return undefined;
+    productOfMedia.set(id, data.product.id);
+    // The variant whose media this image is ("Default Title" is Shopify's name for a product without options).
+    const variant = data.product.variants?.nodes.find(
+      (v) => v.title !== 'Default Title' && v.media.nodes.some((m) => m.id === id),
+    );
+    return {
+      siteName: data.shop.name,
+      title: data.product.title,
+      vendor: data.product.vendor,
+      productType: data.product.productType || undefined,
+      variant: variant?.title,
+      position: position + 1,
+    };
+  }
+
   async function fileUpdate(
     shop: string,
     input: Record<string, unknown>,
@@ -381,48 +526,94 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
     throw new PlatformError('INVALID', message);
   }
 
+  /** The incremental listing: products a few at a time, their images (the `shp1.` cursor). */
+  async function incremental(shop: string, listOptions: ListOptions, limit: number): Promise<AssetPage> {
+    let { after, skip } = listOptions.cursor ? decodeCursor(listOptions.cursor) : { after: null, skip: 0 };
+    const assets: PlatformAsset[] = [];
+    // Products are walked a few at a time; the cursor is the product cursor before the current
+    // product plus how many of its images were handed out, so a page may end inside a product.
+    for (;;) {
+      const first = LIST_PAGE;
+      const data = await gql<{
+        products: {
+          edges: {
+            cursor: string;
+            node: {
+              id: string;
+              title?: string;
+              vendor?: string;
+              productType?: string;
+              media: { nodes: MediaNode[] };
+            };
+          }[];
+          pageInfo: { hasNextPage: boolean; endCursor: string | null };
+        };
+      }>(shop, COST.list, LIST_QUERY, { first, after }, listOptions.signal);
+      const edges = data.products.edges;
+      let previous = after;
+      for (const edge of edges) {
+        const images = edge.node.media.nodes.filter((m) => m.id?.includes('/MediaImage/'));
+        for (const m of images) productOfMedia.set(m.id as string, edge.node.id);
+        remember(shop, edge.node, images);
+        const rest = images.slice(skip);
+        const room = limit - assets.length;
+        assets.push(...rest.slice(0, room).map((m) => assetOf(m, edge.node.id)));
+        if (rest.length > room) {
+          return { assets, cursor: encodeCursor(previous, skip + room) };
+        }
+        skip = 0;
+        previous = edge.cursor;
+        if (assets.length === limit) {
+          const more = edge !== edges[edges.length - 1] || data.products.pageInfo.hasNextPage;
+          return { assets, cursor: more ? encodeCursor(previous, 0) : null };
+        }
+      }
+      if (!data.products.pageInfo.hasNextPage) return { assets, cursor: null };
+      after = data.products.pageInfo.endCursor;
+    }
+  }
+
+  /** Images of a small shop, from each product's mediaCount (pages of 50 products). */
+  async function countImages(shop: string, signal?: AbortSignal): Promise<number> {
+    let total = 0;
+    for (let after: string | null = null; ; ) {
+      const data: {
+        products: {
+          nodes: { mediaCount: { count: number } | null }[];
+          pageInfo: { hasNextPage: boolean; endCursor: string | null };
+        };
+      } = await gql(shop, 2 + 50 * 2, COUNT_IMAGES_QUERY, { after }, signal);
+      for (const product of data.products.nodes) total += product.mediaCount?.count ?? 0;
+      if (!data.products.pageInfo.hasNextPage) return total;
+      after = data.products.pageInfo.endCursor;
+    }
+  }
+
   return {
     platform: 'shopify',
     maxAltTextLength: SHOPIFY_MAX_ALT,
+
+    countProducts: (shop, signal) => bulk.products(shop, signal),
+
+    async productTitle(shop, productId, signal) {
+      const data = await gql<{ node: { title?: string } | null }>(
+        shop,
+        1,
+        'query CompressoProductTitle($id: ID!) { node(id: $id) { ... on Product { title } } }',
+        { id: productId },
+        signal,
+      );
+      return data.node?.title ?? null;
+    },
 
     async listAssets(shop, listOptions: ListOptions = {}): Promise<AssetPage> {
       const limit = Math.max(1, Math.min(listOptions.limit ?? 50, 250));
       const cursor = listOptions.cursor ?? null;
       if (cursor?.startsWith(BULK_CURSOR) || (cursor === null && (await wantsBulk(shop, listOptions.signal))))
         return bulk.page(shop, cursor, limit, listOptions.signal);
-      let { after, skip } = listOptions.cursor ? decodeCursor(listOptions.cursor) : { after: null, skip: 0 };
-      const assets: PlatformAsset[] = [];
-      // Products are walked a few at a time; the cursor is the product cursor before the current
-      // product plus how many of its images were handed out, so a page may end inside a product.
-      for (;;) {
-        const first = LIST_PAGE;
-        const data = await gql<{
-          products: {
-            edges: { cursor: string; node: { id: string; media: { nodes: MediaNode[] } } }[];
-            pageInfo: { hasNextPage: boolean; endCursor: string | null };
-          };
-        }>(shop, COST.list, LIST_QUERY, { first, after }, listOptions.signal);
-        const edges = data.products.edges;
-        let previous = after;
-        for (const edge of edges) {
-          const images = edge.node.media.nodes.filter((m) => m.id?.includes('/MediaImage/'));
-          for (const m of images) productOfMedia.set(m.id as string, edge.node.id);
-          const rest = images.slice(skip);
-          const room = limit - assets.length;
-          assets.push(...rest.slice(0, room).map((m) => assetOf(m, edge.node.id)));
-          if (rest.length > room) {
-            return { assets, cursor: encodeCursor(previous, skip + room) };
-          }
-          skip = 0;
-          previous = edge.cursor;
-          if (assets.length === limit) {
-            const more = edge !== edges[edges.length - 1] || data.products.pageInfo.hasNextPage;
-            return { assets, cursor: more ? encodeCursor(previous, 0) : null };
-          }
-        }
-        if (!data.products.pageInfo.hasNextPage) return { assets, cursor: null };
-        after = data.products.pageInfo.endCursor;
-      }
+      const page = await incremental(shop, listOptions, limit);
+      // From the start (a small shop): the first page says how many images there are.
+      return cursor === null ? { ...page, total: await countImages(shop, listOptions.signal) } : page;
     },
 
     async fetchAsset(shop, id, call: CallOptions = {}): Promise<FetchedAsset> {
@@ -523,7 +714,7 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
           `Alt text of ${altText.length} characters; Shopify keeps ${SHOPIFY_MAX_ALT}.`,
         );
       }
-      await mediaNode(shop, id, call.signal);
+      // An unknown id is refused by fileUpdate itself (FILE_DOES_NOT_EXIST: NOT_FOUND).
       await fileUpdate(shop, { id, alt: altText ?? '' }, call.signal);
       return assetOf(await mediaNode(shop, id, call.signal));
     },
@@ -533,33 +724,30 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
     },
 
     async assetContext(shop, id, call: ContextOptions = {}): Promise<AssetContext> {
-      await mediaNode(shop, id, call.signal);
-      // The product known (the caller's hint, or a listing saw it): one query for it, no catalogue walk.
+      // The product known (the caller's hint, or a listing saw it): one query for it, no catalogue
+      // walk; the image found among its media is known to exist.
       const hinted = call.parentId?.startsWith('gid://shopify/Product/') ? call.parentId : undefined;
       const productId = hinted ?? productOfMedia.get(id);
-      if (productId) {
-        const data: {
-          shop: { name: string };
-          product: {
-            id: string;
-            title: string;
-            vendor: string;
-            productType: string;
-            media: { nodes: { id: string }[] };
-          } | null;
-        } = await gql(shop, COST.product, PRODUCT_CONTEXT_QUERY, { id: productId }, call.signal);
-        const position = data.product?.media.nodes.findIndex((m) => m.id === id) ?? -1;
-        if (data.product && position >= 0) {
-          productOfMedia.set(id, data.product.id);
+      const withVariants = call.variant !== false;
+      if (productId && !withVariants) {
+        // A listing just read the product: its title, vendor and media order are known without a call.
+        const listed = listedProducts.get(`${shop}\u0000${productId}`);
+        const position =
+          listed && clock.now() - listed.at <= PRODUCT_CONTEXT_TTL_MS ? listed.mediaIds.indexOf(id) : -1;
+        if (listed && position >= 0)
           return {
-            siteName: data.shop.name,
-            title: data.product.title,
-            vendor: data.product.vendor,
-            productType: data.product.productType || undefined,
+            siteName: await shopName(shop, call.signal),
+            title: listed.title,
+            vendor: listed.vendor,
+            productType: listed.productType || undefined,
             position: position + 1,
           };
-        }
       }
+      if (productId) {
+        const direct = await productContext(shop, productId, id, call.signal, withVariants);
+        if (direct) return direct;
+      }
+      await mediaNode(shop, id, call.signal);
       let after: string | null = null;
       let siteName: string | undefined;
       for (;;) {
@@ -579,9 +767,12 @@ export function shopifyPlatform(options: ShopifyPlatformOptions): PlatformPort {
         siteName = data.shop.name;
         const known = productOfMedia.get(id);
         for (const product of data.products.nodes) {
-          const position = product.media.nodes.findIndex((m) => m.id === id);
+          const position = product.media.nodes.filter(isImage).findIndex((m) => m.id === id);
           if (position < 0 && product.id !== known) continue;
           productOfMedia.set(id, product.id);
+          // Its variants (which one shows this image) come with the product's own query.
+          const direct = await productContext(shop, product.id, id, call.signal, call.variant !== false);
+          if (direct) return direct;
           return {
             siteName,
             title: product.title,

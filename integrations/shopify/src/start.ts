@@ -4,12 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { type Clock, KIT_MIGRATIONS } from '@compresso/integration-kit';
 import { type ProcessContext, type RunningProcess, startProcess } from '@compresso/runtime';
 import { createShopifyApp, type ShopifyApp } from './app.ts';
+import { SHOPIFY_BULK_MIGRATIONS } from './bulk.ts';
 import { loadShopifyConfig, type ShopifyConfig } from './config.ts';
 import { SHOPIFY_MIGRATIONS } from './migrations.ts';
-import { type ShopifyWorker, startShopifyWorker } from './worker.ts';
+import { type ShopifyWorker, type ShopifyWorkerDeps, startShopifyWorker } from './worker.ts';
 
-/** The app's tables and the kit's (asset ledger), both migrated with the core's. */
-const MIGRATIONS = [SHOPIFY_MIGRATIONS, KIT_MIGRATIONS];
+/** The app's tables, the kit's (asset ledger, runs) and bulk optimize's, migrated with the core's. */
+const MIGRATIONS = [SHOPIFY_MIGRATIONS, KIT_MIGRATIONS, SHOPIFY_BULK_MIGRATIONS];
 
 export interface StartShopifyOptions {
   env?: Record<string, string | undefined>;
@@ -24,6 +25,8 @@ export interface StartShopifyOptions {
    * queue has no other worker), no with REDIS_URL (run `npm run shopify:worker` processes).
    */
   worker?: boolean;
+  /** The worker's bulk runs: images at once, a listener of their events (tests). */
+  bulk?: ShopifyWorkerDeps['bulk'];
 }
 
 export interface RunningShopifyApp extends ShopifyApp {
@@ -39,6 +42,7 @@ function workerOn(
   built: ShopifyApp,
   fetchImpl: typeof fetch | undefined,
   clock: Clock | undefined,
+  bulk?: ShopifyWorkerDeps['bulk'],
 ): ShopifyWorker {
   const worker = startShopifyWorker({
     ...context,
@@ -47,6 +51,7 @@ function workerOn(
     api: built.shopify.api,
     ...(fetchImpl ? { fetch: fetchImpl } : {}),
     ...(clock ? { clock } : {}),
+    ...(bulk ? { bulk } : {}),
   });
   context.onClose('worker', () => worker.close());
   return worker;
@@ -72,7 +77,7 @@ export function startShopifyApp(
       // Registered before the HTTP server, so it closes after it: no new webhooks, then the work in flight.
       const worker =
         (options.worker ?? !context.config.redisUrl)
-          ? workerOn(context, built, options.fetch, options.clock)
+          ? workerOn(context, built, options.fetch, options.clock, options.bulk)
           : undefined;
       const server = built.app.listen(context.config.port, context.config.host);
       await once(server, 'listening');
@@ -102,7 +107,7 @@ export function startShopifyWorkerProcess(
     handleSignals: options.handleSignals ?? true,
     async start(context) {
       const built = createShopifyApp({ ...context, ...(options.fetch ? { fetch: options.fetch } : {}) });
-      return workerOn(context, built, options.fetch, options.clock);
+      return workerOn(context, built, options.fetch, options.clock, options.bulk);
     },
   });
 }

@@ -220,4 +220,33 @@ describe.each(backends)('shop store on %s', (_name, open) => {
     expect(await shops.seenWebhook('wh-1')).toBe(false);
     expect(await databaseSessionStorage(db, sealer).findSessionsByShop(shop)).toEqual([]);
   });
+
+  it('keeps the images waiting for the quota reset: added (again), ended one by one, erased with the shop', async () => {
+    const shops = shopStore(db, sealer);
+    const shop = 'g.myshopify.com';
+    await shops.install(shop);
+    expect(await shops.quotaWaits(shop)).toEqual({ count: 0, until: null, images: [] });
+    const midnight = Date.parse('2026-11-28T00:00:00.000Z');
+    const ids = ['gid://shopify/MediaImage/2', 'gid://shopify/MediaImage/1'];
+    const wait = { productId: 'gid://shopify/Product/9', until: midnight, jobId: 'job-q1' };
+    await shops.addQuotaWaits(shop, { ...wait, assetIds: ids });
+    // The follow-up met the quota again: the same images wait for the next reset, not twice.
+    await shops.addQuotaWaits(shop, {
+      ...wait,
+      assetIds: ids,
+      until: midnight + 86_400_000,
+      jobId: 'job-q2',
+    });
+    await shops.addQuotaWaits('other.myshopify.com', { ...wait, assetIds: ['gid://shopify/MediaImage/3'] });
+    const waits = await shops.quotaWaits(shop, 1);
+    expect(waits).toMatchObject({ count: 2, until: midnight + 86_400_000 });
+    expect(waits.images).toEqual([
+      { assetId: ids[1], productId: wait.productId, until: midnight + 86_400_000, jobId: 'job-q2' },
+    ]);
+    await shops.endQuotaWait(shop, ids[0]!);
+    expect(await shops.quotaWaits(shop)).toMatchObject({ count: 1 });
+    await shops.erase(shop);
+    expect((await shops.quotaWaits(shop)).count).toBe(0);
+    expect((await shops.quotaWaits('other.myshopify.com')).count).toBe(1);
+  });
 });

@@ -34,6 +34,8 @@ export interface Harness {
   worker: RunningProcess<ShopifyConfig, ShopifyWorker> | undefined;
   /** The app's address on this machine. */
   appUrl: string;
+  /** The environment the app was started with (a test's own worker processes take the same). */
+  env: Record<string, string | undefined>;
   /** Where a browser request really goes: the app URL and shop domains mapped to loopback. */
   resolve(url: string): string;
   /** A merchant installs the app from the Shopify admin: OAuth in a browser, every redirect followed. */
@@ -119,6 +121,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     app,
     worker,
     appUrl,
+    env,
     resolve,
     async install(shop) {
       const cookies = new Map<string, string>();

@@ -14,7 +14,9 @@ import type { BlobStore, Database, JobContext, JobQueue, Logger, QueueWorker } f
 import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import type { RestoreJob } from './admin.ts';
 import { compressoClients, shopifyAltText } from './admin-alt.ts';
+import { type BulkWorker, bulkWorker } from './bulk.ts';
 import type { ShopifyConfig } from './config.ts';
+import { BACKUP_PREFIX, type BackupPruner, backupPruner } from './retention.ts';
 import type { ShopStore } from './shop-store.ts';
 import { type ShopifyApiHandle, shopifyPlatform } from './shopify-platform.ts';
 import { JOBS, type WebhookJob } from './webhooks.ts';
@@ -33,6 +35,8 @@ export interface ShopifyWorkerDeps {
   fetch?: typeof fetch;
   /** Jobs at once (default: the runtime's COMPRESSO_WORKER_CONCURRENCY). */
   concurrency?: number;
+  /** Bulk runs: images of a page worked at once (default 4), and a listener of the runner's events. */
+  bulk?: Pick<Parameters<typeof bulkWorker>[0], 'concurrency' | 'onProgress'>;
 }
 
 export interface ProductJobResult {
@@ -64,8 +68,12 @@ export interface ShopifyWorker {
   restore(shop: string, assetIds: readonly string[]): Promise<{ assetId: string; outcome: RestoreOutcome }[]>;
   /** Every image of the shop the ledger has a backup for. */
   restoreShop(shop: string): Promise<{ assetId: string; outcome: RestoreOutcome }[]>;
+  /** The shop's backup retention (Settings), applied as the worker works on a shop, once a day. */
+  pruner: BackupPruner;
   /** Stop taking jobs; jobs in flight finish first. */
   close(): Promise<void>;
+  /** Bulk optimize runs (bulk.ts): their runner and jobs. */
+  readonly bulk: BulkWorker;
   readonly running: QueueWorker;
 }
 
@@ -101,7 +109,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     clock,
     ...(deps.fetch ? { fetch: deps.fetch } : {}),
   });
-  const backups = backupStore({ blobs: deps.blobs, prefix: 'shopify-backups' });
+  const backups = backupStore({ blobs: deps.blobs, prefix: BACKUP_PREFIX });
   const clientFor = compressoClients({
     shops,
     compressoBaseUrl: deps.config.compressoBaseUrl,
@@ -152,63 +160,79 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
   }
   const optimizer = makeOptimizer();
   const ledger = optimizer.ledger;
+  const pruner = backupPruner({ db: deps.db, blobs: deps.blobs, port, shops, logger, clock });
+  const bulk = bulkWorker({ db: deps.db, port, makeOptimizer, clock, logger, shops, ...deps.bulk });
   // Alt text: the batch jobs of the admin, and new product images' alt text per the shop's setting.
   const altText = shopifyAltText({ db: deps.db, port, shops, logger, clock, client: clientFor });
 
-  async function productJob(job: JobContext<WebhookJob>): Promise<ProductJobResult> {
+  async function productJob(
+    job: JobContext<WebhookJob>,
+    mine: Optimizer,
+    outcomes: ProductJobResult['outcomes'],
+  ): Promise<ProductJobResult> {
     const { shop, productId, mediaIds } = job.data;
-    const outcomes: ProductJobResult['outcomes'] = [];
     if (!(await shops.isActive(shop))) {
       logger.info({ shop, product: productId }, 'product job for a shop no longer installed: dropped');
       return { shop, productId, outcomes };
     }
-    return withJobOptimizer(job.id, async (mine) => {
-      let retry: string | undefined;
-      for (const [index, assetId] of mediaIds.entries()) {
-        // app/uninstalled may arrive while the job runs: the images not begun stay as they are.
-        if (index > 0 && !(await shops.isActive(shop))) return stopped(job, outcomes);
-        let outcome: OptimizeOutcome;
-        try {
-          outcome = await mine.optimize(shop, assetId, { signal: job.signal });
-          if (outcome.kind === 'quota') {
-            // The quota is the shop's: the rest would meet it too. They all wait for the reset in a job
-            // of their own, delayed until then; this one completes (nothing failed, no attempt spent).
-            outcomes.push({ assetId, outcome });
-            const waiting = await waitForQuota(job, mediaIds.slice(index), outcome.resetAt.getTime());
-            logger.info(
-              {
-                shop,
-                product: productId,
-                images: waiting.assetIds.length,
-                until: new Date(waiting.until).toISOString(),
-              },
-              'Compresso quota used up: images wait for its reset',
-            );
-            return { shop, productId, outcomes, waiting };
-          }
-          // Busy: another job holds the image (the webhook its own replacement caused, usually done in
-          // moments). Wait for it here rather than spend one of the job's attempts on it.
-          for (let wait = 100; outcome.kind === 'busy' && wait <= 10_000; wait *= 2) {
-            await clock.sleep(wait, job.signal);
-            outcome = await mine.optimize(shop, assetId, { signal: job.signal });
-          }
-        } catch (error) {
-          // Uninstalled between compression and replacement: nothing was put in place.
-          if (error instanceof ShopGone) return stopped(job, outcomes);
-          throw error;
-        }
+    await pruner
+      .pruneIfDue(shop)
+      .catch((err) => logger.warn({ err, shop }, 'pruning originals past the retention failed'));
+    let retry: string | undefined;
+    for (const [index, assetId] of mediaIds.entries()) {
+      // app/uninstalled may arrive while the job runs: the images not begun stay as they are.
+      if (index > 0 && !(await shops.isActive(shop))) return stopped(job, outcomes);
+      let outcome = await mine.optimize(shop, assetId, { signal: job.signal });
+      if (outcome.kind === 'quota') {
+        // The quota is the shop's: the rest would meet it too. They all wait for the reset in a job of
+        // their own, delayed until then; this one completes (nothing failed, no attempt spent).
         outcomes.push({ assetId, outcome });
-        if (outcome.kind === 'retry' || outcome.kind === 'busy') retry ??= `${assetId}: ${outcome.kind}`;
-        else await altText.onProductImage(shop, productId, assetId, job.signal);
-        logger.info({ shop, product: productId, asset: assetId, outcome: outcome.kind }, 'image');
+        const waiting = await waitForQuota(job, mediaIds.slice(index), outcome.resetAt.getTime());
+        logger.info(
+          {
+            shop,
+            product: productId,
+            images: waiting.assetIds.length,
+            until: new Date(waiting.until).toISOString(),
+          },
+          'Compresso quota used up: images wait for its reset',
+        );
+        return { shop, productId, outcomes, waiting };
       }
-      // A transient failure (Shopify or the API unavailable) runs the job again after the queue's
-      // backoff; what was settled stays settled (the ledger). Not for a shop gone meanwhile.
-      if (retry && !(await shops.isActive(shop))) return stopped(job, outcomes);
-      if (retry) throw new Error(`retry later: ${retry}`);
-      return { shop, productId, outcomes };
-    });
+      // Busy: another job holds the image's lease — usually the webhook our own replacement caused,
+      // done in moments, so wait a little for it. Past that the image is the holder's to finish:
+      // whatever holds a lease is a queued job that completes, or is run again after its worker died
+      // (and then takes its lease back, see makeOptimizer). Retrying here would only spend attempts
+      // waiting for it — after a worker was killed, for as long as its lease lasts.
+      for (let wait = 100; outcome.kind === 'busy' && wait <= 1600; wait *= 2) {
+        await clock.sleep(wait, job.signal);
+        outcome = await mine.optimize(shop, assetId, { signal: job.signal });
+      }
+      outcomes.push({ assetId, outcome });
+      if (outcome.kind !== 'busy') await shops.endQuotaWait(shop, assetId);
+      if (outcome.kind === 'retry') retry ??= `${assetId}: ${outcome.kind}`;
+      else if (outcome.kind !== 'busy') await altText.onProductImage(shop, productId, assetId, job.signal);
+      logger.info({ shop, product: productId, asset: assetId, outcome: outcome.kind }, 'image');
+    }
+    // A transient failure (Shopify or the API unavailable) runs the job again after the queue's
+    // backoff; what was settled stays settled (the ledger). Not for a shop gone meanwhile.
+    if (retry && !(await shops.isActive(shop))) return stopped(job, outcomes);
+    if (retry) throw new Error(`retry later: ${retry}`);
+    return { shop, productId, outcomes };
   }
+
+  /** A product job on its own optimizer; an uninstall between compression and replacement stops it. */
+  const runProductJob = (job: JobContext<WebhookJob>) =>
+    withJobOptimizer(job.id, async (mine) => {
+      const outcomes: ProductJobResult['outcomes'] = [];
+      try {
+        return await productJob(job, mine, outcomes);
+      } catch (error) {
+        // Nothing was put in place for the image in flight (checked before its replacement began).
+        if (error instanceof ShopGone) return stopped(job, outcomes);
+        throw error;
+      }
+    });
 
   function stopped(job: JobContext<WebhookJob>, outcomes: ProductJobResult['outcomes']): ProductJobResult {
     const { shop, productId } = job.data;
@@ -227,9 +251,15 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     // One follow-up per job and reset: adding it again (this handler run twice) changes nothing.
     const base = job.id.replace(/-quota-\d+(-r\d+)?$/, '');
     let jobId = `${base}-quota-${until}`;
-    if (jobId === job.id) jobId = `${base}-quota-${until}-r${clock.now()}`; // the API still said the same reset
+    // The API still said the same reset (our follow-up ran a moment early): the next link of the chain,
+    // numbered — not timed: two links at one instant of a stopped clock would share an id, and the
+    // second add would do nothing, leaving the images with no job to take them.
+    const link = job.id.startsWith(jobId) ? /-r(\d+)$/.exec(job.id) : null;
+    if (jobId === job.id || link) jobId = `${base}-quota-${until}-r${Number(link?.[1] ?? 0) + 1}`;
     const delayMs = Math.max(QUOTA_RESET_MARGIN_MS, Math.ceil(until - clock.now()));
     await deps.queue.add(JOBS.product, { ...job.data, mediaIds: assetIds }, { jobId, delayMs });
+    // Recorded after the job exists: the admin shows these images as waiting, until when.
+    await shops.addQuotaWaits(job.data.shop, { productId: job.data.productId, assetIds, until, jobId });
     return { until, jobId, assetIds };
   }
 
@@ -237,6 +267,7 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
     const { shop } = job.data;
     const backupsErased = await backups.eraseSite(shop);
     const assets = await ledger.eraseSite(shop);
+    await bulk.eraseSite(shop);
     await shops.erase(shop);
     logger.info({ shop, assets, backups: backupsErased }, 'shop erased (shop/redact)');
     return { assets, backups: backupsErased };
@@ -277,9 +308,28 @@ export function startShopifyWorker(deps: ShopifyWorkerDeps): ShopifyWorker {
   }
 
   const running = deps.queue.work(
-    { [JOBS.product]: productJob, [JOBS.eraseShop]: eraseShop, [JOBS.restore]: restoreJob, ...altText.jobs },
+    {
+      [JOBS.product]: runProductJob,
+      [JOBS.eraseShop]: eraseShop,
+      [JOBS.restore]: restoreJob,
+      ...altText.jobs,
+      ...bulk.handlers,
+    },
     { concurrency: deps.concurrency ?? deps.config.workerConcurrency },
   );
 
-  return { optimizer, running, restore, restoreShop, close: () => running.close() };
+  // Runs a stopped or killed worker left are driven again (in the background).
+  void bulk.resumeOrphans();
+  return {
+    optimizer,
+    running,
+    restore,
+    restoreShop,
+    pruner,
+    bulk,
+    close: () => {
+      bulk.close();
+      return running.close();
+    },
+  };
 }

@@ -20,6 +20,11 @@ delete_option( 'compresso_delivery_report' );
 // The rewrite rules in the uploads folder's .htaccess (the plugin is not loaded during uninstall).
 require_once __DIR__ . '/includes/class-compresso-rewrite.php';
 Compresso_Rewrite::remove();
+delete_option( 'compresso_bulk' );
+delete_option( 'compresso_bulk_lock' );
+delete_option( 'compresso_bulk_retry' );
+delete_option( 'compresso_quota' );
+wp_unschedule_hook( 'compresso_bulk_tick' );
 
 if ( defined( 'COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL' ) && COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL ) {
 	$compresso_backups = WP_CONTENT_DIR . '/compresso-backups';

@@ -1,6 +1,13 @@
 import type { OutputFormat } from '@compresso/schema';
 import type { Sharp } from 'sharp';
-import { ALPHA_BACKGROUNDS, decodeToRgb, prepareAsync, type RgbImage, scoreAsync } from './index.ts';
+import {
+  ALPHA_BACKGROUNDS,
+  decodeToRgb,
+  prepareAsync,
+  type RgbImage,
+  type ScoreOptions,
+  scoreAsync,
+} from './index.ts';
 
 type Rgb = { r: number; g: number; b: number };
 
@@ -33,16 +40,20 @@ export async function decodeReferences(pipeline: () => Sharp, backgrounds: Rgb[]
 }
 
 /** SSIMULACRA2 of encoded bytes against the reference(s), in the metric worker pool: the worst one. */
-export async function scoreEncoded(references: Reference[], data: Uint8Array): Promise<number> {
+export async function scoreEncoded(
+  references: Reference[],
+  data: Uint8Array,
+  options: ScoreOptions = {},
+): Promise<number> {
   const scores = await Promise.all(
     references.map(async ({ background, image }) =>
-      scoreAsync(image, await decodeToRgb(data, { background })),
+      scoreAsync(image, await decodeToRgb(data, { background }), options),
     ),
   );
   return Math.min(...scores);
 }
 
 /** Start the reference side of the metric for every background (see `prepareAsync`). */
-export function prepareReferences(references: Reference[]): Promise<void> {
-  return Promise.all(references.map(({ image }) => prepareAsync(image))).then(() => undefined);
+export function prepareReferences(references: Reference[], options: ScoreOptions = {}): Promise<void> {
+  return Promise.all(references.map(({ image }) => prepareAsync(image, options))).then(() => undefined);
 }

@@ -38,6 +38,16 @@ function metricPool(): Piscina<ScoreTask, number> {
  * it saw, so scoring many candidates against one reference object pays for it once. Pixels must not
  * be changed in place between calls with the same object (RgbImage is treated as immutable).
  */
+export interface ScoreOptions {
+  /**
+   * An estimate instead of the exact score: on images of AUTO_ROW_SAMPLING.minHeight rows or more,
+   * the scales of that height or more are scored on a quarter of their rows (ssimulacra2.ts
+   * RowSampling), about half the CPU of a score; the estimate was within 0.3 of the exact score on
+   * the corpus (README.quality.md). Smaller images are scored exactly either way.
+   */
+  sampled?: boolean;
+}
+
 const referenceIds = new WeakMap<RgbImage, number>();
 let nextReferenceId = 1;
 
@@ -46,13 +56,17 @@ let nextReferenceId = 1;
  * pixel buffers are copied to the worker (not transferred): callers such as the auto-quality search
  * keep using the same reference for several scores.
  */
-export async function scoreAsync(reference: RgbImage, distorted: RgbImage): Promise<number> {
+export async function scoreAsync(
+  reference: RgbImage,
+  distorted: RgbImage,
+  { sampled = false }: ScoreOptions = {},
+): Promise<number> {
   if (reference.width !== distorted.width || reference.height !== distorted.height) {
     throw new RangeError(
       `SSIMULACRA2 needs images of the same size: reference ${reference.width}×${reference.height}, distorted ${distorted.width}×${distorted.height}`,
     );
   }
-  return metricPool().run({ referenceId: idOf(reference), reference, distorted });
+  return metricPool().run({ referenceId: idOf(reference), reference, distorted, sampled });
 }
 
 function idOf(reference: RgbImage): number {
@@ -71,8 +85,11 @@ function idOf(reference: RgbImage): number {
  * (two cores or fewer) that score is sure to find it; with two it may land on the other thread, which
  * then prepares it again (correct, only slower).
  */
-export async function prepareAsync(reference: RgbImage): Promise<void> {
-  await metricPool().run({ referenceId: idOf(reference), reference });
+export async function prepareAsync(
+  reference: RgbImage,
+  { sampled = false }: ScoreOptions = {},
+): Promise<void> {
+  await metricPool().run({ referenceId: idOf(reference), reference, sampled });
 }
 
 /** Stop the metric threads (tests, graceful shutdown). A later score creates a new pool. */

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { corpus } from '../test-support/corpus.ts';
 import { loopTurnsBefore } from '../test-support/loop-turns.ts';
 import { closeMetricPool, decodeToRgb, type RgbImage, scoreAsync, ssimulacra2 } from './index.ts';
-import { prepareReference, scoreFromSubScores, subScores } from './ssimulacra2.ts';
+import { AUTO_ROW_SAMPLING, prepareReference, scoreFromSubScores, subScores } from './ssimulacra2.ts';
 
 const photo = corpus('photo-skimage-chelsea.png'); // 451×300: a real photo, scored in ~0.1 s
 
@@ -127,6 +127,31 @@ describe('prepared reference', () => {
     }
     // Not exactly 0: some skipped terms have a weight, only a negligible one.
     expect(worst).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('row-sampled (AUTO_ROW_SAMPLING): exact under minHeight rows, within 0.5 of the exact score above', async () => {
+    // 451×300 is under the 320 rows: not sampled at all, the very same score.
+    const small = await decodeToRgb(photo);
+    const smallDist = await jpegAt(40);
+    expect(prepareReference(small, AUTO_ROW_SAMPLING).rows).toBeUndefined();
+    expect(ssimulacra2(prepareReference(small, AUTO_ROW_SAMPLING), smallDist)).toBe(
+      ssimulacra2(small, smallDist),
+    );
+    // A 1280-row photo: scales 1:1, 1:2 and 1:4 sampled; JPEG and WebP at qualities around the floor and target.
+    const big = () => sharp(corpus('photo-mate-LadyBird.jpg')).resize(2048, 2048, { fit: 'inside' });
+    const ref = await decodeToRgb(big());
+    const exact = prepareReference(ref);
+    const sampled = prepareReference(ref, AUTO_ROW_SAMPLING);
+    expect(sampled.rows?.filter((r) => r !== undefined).length).toBe(3);
+    for (const encoded of [
+      await big().jpeg({ quality: 60 }).toBuffer(),
+      await big().webp({ quality: 84 }).toBuffer(),
+    ]) {
+      const dist = await decodeToRgb(encoded);
+      const off = ssimulacra2(sampled, dist) - ssimulacra2(exact, dist);
+      expect(Math.abs(off)).toBeLessThanOrEqual(0.5);
+      expect(off).not.toBe(0);
+    }
   }, 60_000);
 });
 

@@ -224,11 +224,27 @@ function cbrt(v: number): number {
  * Linear RGB → XYB shifted and scaled into roughly 0..1 (the metric's own offsets), into `out`. Only
  * the channels in `need` are written (Y needs two of the three cube roots, B all three, X the first two).
  */
-function toXyb(lin: Planes, n: number, out: Planes, need: readonly boolean[] = ALL_CHANNELS): void {
+function toXyb(
+  lin: Planes,
+  n: number,
+  out: Planes,
+  need: readonly boolean[] = ALL_CHANNELS,
+  rows?: RowMask,
+  width = 0,
+): void {
+  if (rows) {
+    // Only the rows the sampled scale reads (kept rows and their blur halo).
+    for (let y = 0; y < rows.length; y++) if (rows[y]) toXybRange(lin, y * width, (y + 1) * width, out, need);
+    return;
+  }
+  toXybRange(lin, 0, n, out, need);
+}
+
+function toXybRange(lin: Planes, from: number, to: number, out: Planes, need: readonly boolean[]): void {
   const [r, g, b] = lin;
   const [ox, oy, ob] = out;
   const [nx, ny, nb] = need;
-  for (let i = 0; i < n; i++) {
+  for (let i = from; i < to; i++) {
     const lr = r[i]!;
     const lg = g[i]!;
     const lb = b[i]!;
@@ -331,9 +347,17 @@ function blurColumnRow(
 }
 
 /** Separable Gaussian with zero outside the image; `tmp` is scratch of the same size. */
-function blur(src: Float32Array, width: number, height: number, tmp: Float32Array, out: Float32Array): void {
-  for (let y = 0; y < height; y++) blurRowH(src, y * width, width, tmp, y * width);
-  for (let y = 0; y < height; y++) blurColumnRow(tmp, width, height, y, out, y * width);
+function blur(
+  src: Float32Array,
+  width: number,
+  height: number,
+  tmp: Float32Array,
+  out: Float32Array,
+  rows?: RowMask,
+): void {
+  for (let y = 0; y < height; y++) if (!rows || rows[y]) blurRowH(src, y * width, width, tmp, y * width);
+  for (let y = 0; y < height; y++)
+    if (!rows || rows[y] === KEPT) blurColumnRow(tmp, width, height, y, out, y * width);
 }
 
 /** Blur of a·b (each product rounded to Float32, as a stored product plane would be). */
@@ -345,13 +369,50 @@ function blurProduct(
   row: Float32Array,
   tmp: Float32Array,
   out: Float32Array,
+  rows?: RowMask,
 ): void {
   for (let y = 0; y < height; y++) {
+    if (rows && !rows[y]) continue;
     const off = y * width;
     for (let x = 0; x < width; x++) row[x] = a[off + x]! * b[off + x]!;
     blurRowH(row, 0, width, tmp, off);
   }
-  for (let y = 0; y < height; y++) blurColumnRow(tmp, width, height, y, out, y * width);
+  for (let y = 0; y < height; y++)
+    if (!rows || rows[y] === KEPT) blurColumnRow(tmp, width, height, y, out, y * width);
+}
+
+/**
+ * Row sampling of the full-resolution scale, for a cheaper estimate of the score (quality "auto"'s
+ * search): at 1:1, three quarters of a score's work, only bands of `band` rows out of every `every`
+ * bands have their maps computed (plus the 4-row halo their vertical blur reads); the norms are
+ * taken over the kept rows, so they estimate the full-image means, and the coarser scales are
+ * computed whole. Images under `minHeight` rows are never sampled.
+ */
+export interface RowSampling {
+  band: number;
+  every: number;
+  minHeight: number;
+}
+
+/** The sampling quality "auto" uses (accuracy measured in README.quality.md). */
+export const AUTO_ROW_SAMPLING: RowSampling = { band: 16, every: 4, minHeight: 320 };
+
+/** Per row: 0 not read, 1 read by a kept row's vertical blur, 2 kept (its maps summed). */
+type RowMask = Uint8Array;
+const KEPT = 2;
+
+function rowMask(height: number, sampling: RowSampling | undefined): RowMask | undefined {
+  if (!sampling || height < sampling.minHeight || sampling.every <= 1) return undefined;
+  const mask = new Uint8Array(height);
+  for (let y = 0; y < height; y++) {
+    if (Math.floor(y / sampling.band) % sampling.every !== 0) continue;
+    mask[y] = KEPT;
+    for (let d = 1; d <= RADIUS; d++) {
+      if (y - d >= 0 && !mask[y - d]) mask[y - d] = 1;
+      if (y + d < height && !mask[y + d]) mask[y + d] = 1;
+    }
+  }
+  return mask;
 }
 
 function checkRgb(name: string, img: RgbImage): void {
@@ -388,6 +449,8 @@ export interface PreparedReference {
   width: number;
   height: number;
   scales: ReferenceScale[];
+  /** Per scale, its row sampling, when prepared with one (see RowSampling). */
+  rows?: (RowMask | undefined)[];
 }
 
 /** How many scales the metric computes for an image (it stops where a side would be under 8). */
@@ -431,24 +494,24 @@ function weighted(
 }
 
 /** The blurred mean of channel `c` of a prepared scale, made on first use. */
-function muOf(r: ReferenceScale, c: number): Float32Array {
+function muOf(r: ReferenceScale, c: number, rows?: RowMask): Float32Array {
   let plane = r.mu[c];
   if (!plane) {
     plane = new Float32Array(r.width * r.height);
-    blur(r.xyb[c]!, r.width, r.height, new Float32Array(r.width * r.height), plane);
+    blur(r.xyb[c]!, r.width, r.height, new Float32Array(r.width * r.height), plane, rows);
     r.mu[c] = plane;
   }
   return plane;
 }
 
 /** The blurred square of channel `c` of a prepared scale, made on first use. */
-function sigmaSqOf(r: ReferenceScale, c: number): Float32Array {
+function sigmaSqOf(r: ReferenceScale, c: number, rows?: RowMask): Float32Array {
   let plane = r.sigmaSq[c];
   if (!plane) {
     const n = r.width * r.height;
     plane = new Float32Array(n);
     const x = r.xyb[c]!;
-    blurProduct(x, x, r.width, r.height, new Float32Array(r.width), new Float32Array(n), plane);
+    blurProduct(x, x, r.width, r.height, new Float32Array(r.width), new Float32Array(n), plane, rows);
     r.sigmaSq[c] = plane;
   }
   return plane;
@@ -479,10 +542,11 @@ function padToMinimum(img: RgbImage): RgbImage {
   return { width, height, data };
 }
 
-export function prepareReference(reference: RgbImage): PreparedReference {
+export function prepareReference(reference: RgbImage, sampling?: RowSampling): PreparedReference {
   checkRgb('reference', reference);
   const original = reference;
   reference = padToMinimum(reference);
+  const rows: (RowMask | undefined)[] = [];
   let width = reference.width;
   let height = reference.height;
   const tmp = new Float32Array(width * height);
@@ -499,24 +563,31 @@ export function prepareReference(reference: RgbImage): PreparedReference {
     }
     const n = width * height;
     const xyb = planes(n);
-    toXyb(lin, n, xyb);
+    const sampled = rowMask(height, sampling);
+    rows.push(sampled);
+    toXyb(lin, n, xyb, ALL_CHANNELS, sampled, width);
     const mu: (Float32Array | undefined)[] = [undefined, undefined, undefined];
     const sigmaSq: (Float32Array | undefined)[] = [undefined, undefined, undefined];
     for (let c = 0; c < 3; c++) {
       const want = weighted(c, scale, count);
       if (!want.ssim && !want.edge) continue;
       const m = new Float32Array(n);
-      blur(xyb[c]!, width, height, tmp, m);
+      blur(xyb[c]!, width, height, tmp, m, sampled);
       mu[c] = m;
       if (want.ssim) {
         const plane = new Float32Array(n);
-        blurProduct(xyb[c]!, xyb[c]!, width, height, row, tmp, plane);
+        blurProduct(xyb[c]!, xyb[c]!, width, height, row, tmp, plane, sampled);
         sigmaSq[c] = plane;
       }
     }
     scales.push({ width, height, xyb, mu, sigmaSq });
   }
-  return { width: original.width, height: original.height, scales };
+  return {
+    width: original.width,
+    height: original.height,
+    scales,
+    ...(rows.some((r) => r !== undefined) ? { rows } : {}),
+  };
 }
 
 /**
@@ -531,13 +602,15 @@ function edgeTerms(
   height: number,
   tb: Float32Array,
   mu2: Float32Array,
+  rows?: RowMask,
 ): [[number, number], [number, number]] {
-  for (let y = 0; y < height; y++) blurRowH(b, y * width, width, tb, y * width);
+  for (let y = 0; y < height; y++) if (!rows || rows[y]) blurRowH(b, y * width, width, tb, y * width);
   let art1 = 0;
   let art4 = 0;
   let det1 = 0;
   let det4 = 0;
   for (let y = 0; y < height; y++) {
+    if (rows && rows[y] !== KEPT) continue;
     blurColumnRow(tb, width, height, y, mu2, 0);
     const off = y * width;
     for (let x = 0; x < width; x++) {
@@ -608,32 +681,41 @@ export function subScores(
     const wants = [0, 1, 2].map((c) =>
       weightedOnly ? weighted(c, scale, scalesDone) : { ssim: true, edge: true },
     );
+    const rows = prepared.rows?.[scale];
     toXyb(
       lin2,
       n,
       xyb2,
       wants.map((w) => w.ssim || w.edge),
+      rows,
+      width,
     );
-    const inv = 1 / n;
+    let kept = n;
+    if (rows) {
+      kept = 0;
+      for (let y = 0; y < height; y++) if (rows[y] === KEPT) kept += width;
+    }
+    const inv = 1 / kept;
     for (let c = 0; c < 3; c++) {
       const want = wants[c]!;
       if (!want.ssim && !want.edge) continue;
       const a = r.xyb[c]!;
       const b = xyb2[c]!;
-      const mu1 = muOf(r, c);
+      const mu1 = muOf(r, c, rows);
       if (!want.ssim) {
         // Edge terms only: they need the distorted plane's blurred mean, nothing else.
-        const [art, det] = edgeTerms(a, b, mu1, width, height, tb, mu2);
+        const [art, det] = edgeTerms(a, b, mu1, width, height, tb, mu2, rows);
         edge[scale * 12 + c * 4] = art[0] * inv;
         edge[scale * 12 + c * 4 + 1] = Math.sqrt(Math.sqrt(art[1] * inv));
         edge[scale * 12 + c * 4 + 2] = det[0] * inv;
         edge[scale * 12 + c * 4 + 3] = Math.sqrt(Math.sqrt(det[1] * inv));
         continue;
       }
-      const s11 = sigmaSqOf(r, c);
+      const s11 = sigmaSqOf(r, c, rows);
       // Horizontal passes of the three planes first, then row by row the vertical pass into
       // one-row buffers and the sums straight after: the blurred planes are never stored whole.
       for (let y = 0; y < height; y++) {
+        if (rows && !rows[y]) continue;
         const off = y * width;
         blurRowH(b, off, width, tb, off);
         for (let x = 0; x < width; x++) row[x] = b[off + x]! * b[off + x]!;
@@ -648,6 +730,7 @@ export function subScores(
       let det1 = 0;
       let det4 = 0;
       for (let y = 0; y < height; y++) {
+        if (rows && rows[y] !== KEPT) continue;
         blurColumnRow(tb, width, height, y, mu2, 0);
         blurColumnRow(tbb, width, height, y, s22, 0);
         blurColumnRow(tab, width, height, y, s12, 0);

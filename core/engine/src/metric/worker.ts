@@ -1,4 +1,10 @@
-import { type PreparedReference, prepareReference, type RgbImage, ssimulacra2 } from './ssimulacra2.ts';
+import {
+  AUTO_ROW_SAMPLING,
+  type PreparedReference,
+  prepareReference,
+  type RgbImage,
+  ssimulacra2,
+} from './ssimulacra2.ts';
 
 export interface ScoreTask {
   /** Same id, same reference pixels: lets the thread reuse the prepared reference. */
@@ -6,6 +12,8 @@ export interface ScoreTask {
   reference: RgbImage;
   /** Absent: only prepare the reference (and keep it), so a later score finds it ready. */
   distorted?: RgbImage;
+  /** Score with AUTO_ROW_SAMPLING (an estimate, see ssimulacra2.ts RowSampling). */
+  sampled?: boolean;
 }
 
 /**
@@ -14,14 +22,15 @@ export interface ScoreTask {
  * worth (≈ 120 MB at 2048 × 1280), so no more.
  */
 const KEEP = 2;
-const prepared = new Map<number, PreparedReference>();
+const prepared = new Map<string, PreparedReference>();
 
 /** Piscina entry: one SSIMULACRA2 score, computed off the main thread. */
 export default function score(task: ScoreTask): number {
-  let ref = prepared.get(task.referenceId);
-  if (ref) prepared.delete(task.referenceId);
-  else ref = prepareReference(task.reference);
-  prepared.set(task.referenceId, ref);
+  const key = `${task.referenceId}${task.sampled ? ':sampled' : ''}`;
+  let ref = prepared.get(key);
+  if (ref) prepared.delete(key);
+  else ref = prepareReference(task.reference, task.sampled ? AUTO_ROW_SAMPLING : undefined);
+  prepared.set(key, ref);
   while (prepared.size > KEEP) prepared.delete(prepared.keys().next().value!);
   return task.distorted ? ssimulacra2(ref, task.distorted) : Number.NaN;
 }

@@ -48,8 +48,11 @@ const banner = (tone, title, ...text) =>
 const badge = (tone, text) => h('span', { className: `badge ${tone}` }, text);
 
 function toast(message) {
+  // In the Shopify admin, App Bridge shows it as the admin's own toast; ours keeps the text for the page.
+  const admin = typeof window.shopify?.toast?.show === 'function';
+  if (admin) window.shopify.toast.show(message);
   toastBox.textContent = message;
-  toastBox.hidden = false;
+  toastBox.hidden = admin;
   clearTimeout(toast.timer);
   toast.timer = setTimeout(() => {
     toastBox.hidden = true;
@@ -199,6 +202,15 @@ function showError(error) {
     'critical',
     null,
     error instanceof Problem ? error.message : `Something went wrong: ${error.message}. Try again.`,
+    ...(Array.isArray(error.details)
+      ? [
+          h(
+            'ul',
+            {},
+            error.details.map((d) => h('li', {}, `${fieldName(d.field)}: ${d.expected}`)),
+          ),
+        ]
+      : []),
   );
   if (box) box.replaceChildren(node);
   else main.prepend(node);
@@ -261,6 +273,9 @@ async function show() {
   document.body.dataset.ready = String(mine);
 }
 
+// Inside the Shopify admin, App Bridge shows <ui-nav-menu> as the app's navigation; the page's own
+// tabs are for anywhere else (and for this page opened on its own).
+if (window.shopify?.environment?.embedded === true) document.querySelector('.tabs').hidden = true;
 for (const tab of document.querySelectorAll('.tab')) {
   tab.addEventListener('click', (event) => {
     event.preventDefault();
@@ -317,6 +332,13 @@ async function overview() {
           linkTo('/settings', 'Connect a key in Settings'),
         )
       : null,
+    o.waiting?.count
+      ? banner(
+          'info',
+          `${count(o.waiting.count)} ${o.waiting.count === 1 ? 'image waits' : 'images wait'} for the quota to reset`,
+          `Today's Compresso quota is used up. ${o.waiting.count === 1 ? 'It is' : 'They are'} compressed by themselves after the reset at ${when(o.waiting.until)}; nothing is lost and nothing needs doing.`,
+        )
+      : null,
     h(
       'div',
       { className: 'grid' },
@@ -369,6 +391,27 @@ async function overview() {
 }
 
 // ------------------------------------------------------------------ Bulk
+
+/** What a failure's code means for the merchant; the technical reason is shown under it. */
+const FAILURE_WORDS = {
+  INVALID: 'Shopify sent something that is not a usable image. Check the image on the product, then Retry.',
+  REJECTED: 'Shopify did not accept the smaller file, so the original stays. Retry later.',
+  NOT_FOUND: 'The image is no longer in Shopify (deleted?). Nothing to do.',
+  UNAVAILABLE: 'Shopify or Compresso could not be reached. Retry in a few minutes.',
+  THROTTLED: 'Shopify asked the app to slow down. Retry in a few minutes.',
+  UNAUTHORIZED:
+    'Shopify refused the app’s access. Open the app again from Apps in your Shopify admin, then Retry.',
+  UNSUPPORTED_IMAGE: 'Compresso cannot compress this kind of file. Nothing to do.',
+  FILE_TOO_LARGE: 'The file is larger than Compresso accepts. Nothing to do.',
+  QUOTA_EXCEEDED: 'Today’s quota was used up. Retry after it resets.',
+};
+
+const DONE = {
+  start: 'Started. You can leave this page: the work goes on in the background.',
+  pause: 'Paused. Resume whenever you like.',
+  resume: 'Resumed.',
+  cancel: 'Stopped. Images already compressed stay compressed.',
+};
 
 const RUN_STATES = {
   running: ['info', 'Running'],
@@ -437,7 +480,7 @@ function bulkBody(data, _mine, refresh) {
           act(event.currentTarget, async () => {
             await api(`/api/admin/bulk/${path}`, { method: 'POST', body: {} });
             await refresh();
-            toast(`${label}: done.`);
+            toast(DONE[path] ?? 'Done.');
           }),
       },
       label,
@@ -487,13 +530,17 @@ function bulkBody(data, _mine, refresh) {
           { className: 'stats' },
           h('div', {}, h('strong', {}, bytes(run.bytes_saved)), 'saved'),
           h('div', {}, h('strong', {}, count(run.optimized)), 'compressed'),
-          h('div', {}, h('strong', {}, count(run.skipped)), 'already small'),
+          h('div', {}, h('strong', {}, count(run.skipped)), 'already done or small enough'),
           h('div', {}, h('strong', {}, count(run.failed)), 'failed'),
           active
             ? h(
                 'div',
                 {},
-                h('strong', {}, run.images_per_minute ? `${run.images_per_minute}` : '—'),
+                h(
+                  'strong',
+                  {},
+                  run.images_per_minute ? `${Math.round(run.images_per_minute * 10) / 10}` : '—',
+                ),
                 'images a minute',
               )
             : null,
@@ -582,8 +629,13 @@ function bulkBody(data, _mine, refresh) {
                   'tr',
                   {},
                   h('td', { 'data-label': 'Product' }, f.product_title ?? '—'),
-                  h('td', { 'data-label': 'File' }, f.filename ?? f.asset_id),
-                  h('td', { 'data-label': 'Why' }, f.reason ?? f.code ?? 'unknown'),
+                  h('td', { 'data-label': 'File' }, f.filename ?? 'File name not known yet'),
+                  h(
+                    'td',
+                    { 'data-label': 'Why' },
+                    FAILURE_WORDS[f.code] ?? 'It could not be compressed.',
+                    f.reason ? h('div', { className: 'help' }, `Details: ${f.reason}`) : null,
+                  ),
                   h(
                     'td',
                     {},
@@ -591,6 +643,7 @@ function bulkBody(data, _mine, refresh) {
                       'button',
                       {
                         type: 'button',
+                        'data-action': 'retry',
                         onclick: (event) =>
                           act(event.currentTarget, async () => {
                             await api('/api/admin/bulk/retry', {
@@ -798,11 +851,15 @@ async function altText(mine) {
           'data-action': 'preview',
           onclick: (event) =>
             act(event.currentTarget, async () => {
+              const asked = values();
               const result = await api('/api/admin/alt-text/preview', {
                 method: 'POST',
-                body: { ...values(), limit: 10 },
+                body: { ...asked, limit: asked.mode === 'ai' ? 5 : 10 },
               });
-              preview.replaceChildren(...previewTable(result.items ?? []));
+              preview.replaceChildren(
+                ...(result.message ? [banner('info', null, result.message)] : []),
+                ...previewTable(result.items ?? []),
+              );
             }),
         },
         'Preview',
@@ -883,7 +940,12 @@ function previewTable(items) {
               h('td', { 'data-label': 'Product' }, i.product_title ?? '—'),
               h('td', { 'data-label': 'File' }, i.filename ?? '—'),
               h('td', { 'data-label': 'Now' }, i.current || h('span', { className: 'muted' }, 'none')),
-              h('td', { 'data-label': 'Would become', 'data-proposed': '' }, i.proposed ?? ''),
+              h(
+                'td',
+                { 'data-label': 'Would become', 'data-proposed': '' },
+                i.proposed ?? '',
+                i.error ? h('div', { className: 'field-error' }, i.error) : null,
+              ),
             ),
           ),
         ),
@@ -923,31 +985,44 @@ function batchList(list, redraw) {
               {},
               h('td', { 'data-label': 'When' }, when(b.created_at)),
               h('td', { 'data-label': 'How' }, b.mode === 'ai' ? 'AI' : 'Template'),
-              h('td', { 'data-label': 'Images' }, b.scope === 'all' ? 'All' : 'Without alt text'),
-              h('td', { className: 'num', 'data-label': 'Changed' }, count(b.changed)),
+              h(
+                'td',
+                { 'data-label': 'Images' },
+                { all: 'All', missing: 'Without alt text', auto: 'New images (automatic)' }[b.scope] ??
+                  b.scope,
+                b.message ? h('div', { className: 'help' }, b.message) : null,
+              ),
+              h(
+                'td',
+                { className: 'num', 'data-label': 'Changed' },
+                count(b.changed),
+                b.failed ? h('div', { className: 'help' }, `${count(b.failed)} failed`) : null,
+              ),
               h(
                 'td',
                 {},
                 b.undone
                   ? badge('', 'Undone')
-                  : h(
-                      'button',
-                      {
-                        type: 'button',
-                        'data-action': 'undo',
-                        onclick: (event) =>
-                          act(event.currentTarget, async () => {
-                            const r = await api('/api/admin/alt-text/undo', {
-                              method: 'POST',
-                              body: { batch_id: b.id },
-                            });
-                            if (r.job_id) await waitForJob(r.job_id, generation);
-                            redraw((await api('/api/admin/alt-text/batches')).batches ?? []);
-                            toast('The earlier alt text is back.');
-                          }),
-                      },
-                      'Undo',
-                    ),
+                  : b.state === 'queued' || b.state === 'running'
+                    ? badge('attention', 'Working…')
+                    : h(
+                        'button',
+                        {
+                          type: 'button',
+                          'data-action': 'undo',
+                          onclick: (event) =>
+                            act(event.currentTarget, async () => {
+                              const r = await api('/api/admin/alt-text/undo', {
+                                method: 'POST',
+                                body: { batch_id: b.id },
+                              });
+                              if (r.job_id) await waitForJob(r.job_id, generation);
+                              redraw((await api('/api/admin/alt-text/batches')).batches ?? []);
+                              toast('The earlier alt text is back.');
+                            }),
+                        },
+                        'Undo',
+                      ),
               ),
             ),
           ),
@@ -986,6 +1061,7 @@ async function images(mine) {
       });
       toast(`Putting back ${what}… you can leave this page.`);
       const job = await waitForJob(started.job_id, mine);
+      if (mine !== generation) return;
       if (job.state === 'failed')
         throw new Problem('JOB_FAILED', `Restoring stopped: ${job.error ?? 'unknown reason'}. Try again.`);
       const results = Array.isArray(job.result) ? job.result : [];
@@ -1439,9 +1515,25 @@ async function settings() {
           h(
             'div',
             { className: 'help' },
-            'Only images without alt text get it. The template is set under Alt text.',
+            'Only new images without alt text get it; alt text you wrote is never replaced.',
           ),
           fieldError('alt_text_mode'),
+          'alt_text_template' in s
+            ? h(
+                'div',
+                { style: 'margin-top:8px' },
+                h('label', { for: 'alt_text_template', className: 'help' }, 'Template for new images'),
+                h('input', {
+                  type: 'text',
+                  id: 'alt_text_template',
+                  name: 'alt_text_template',
+                  maxlength: 1000,
+                  value: s.alt_text_template ?? '',
+                }),
+                h('div', { className: 'help' }, `Placeholders: ${PLACEHOLDERS.map(([t]) => t).join(' ')}`),
+                fieldError('alt_text_template'),
+              )
+            : null,
         )
       : h(
           'div',
@@ -1497,6 +1589,9 @@ async function settings() {
         maxDimension: data.get('keepSize') === 'on' ? null : Number(maxDim.value),
         keepExif: data.get('keepExif') === 'on',
         ...(hasAltMode ? { alt_text_mode: data.get('alt_text_mode') } : {}),
+        ...('alt_text_template' in s
+          ? { alt_text_template: String(data.get('alt_text_template') ?? '') }
+          : {}),
         ...(hasRetention
           ? {
               backupRetentionDays: data.get('backupRetentionDays')
@@ -1607,7 +1702,16 @@ function keyText(source, connected) {
 }
 
 function fieldName(field) {
-  return { quality: 'Quality', maxDimension: 'Largest width or height', key: 'Key' }[field] ?? field;
+  return (
+    {
+      quality: 'Quality',
+      maxDimension: 'Largest width or height',
+      key: 'Key',
+      alt_text_template: 'Template',
+      alt_text_mode: 'Alt text',
+      backupRetentionDays: 'Keep originals for',
+    }[field] ?? field
+  );
 }
 
 function friendly(expected) {

@@ -56,6 +56,26 @@ type Product implements Node {
   createdAt: DateTime!
   updatedAt: DateTime!
   media(first: Int, after: String, last: Int, before: String, query: String, reverse: Boolean = false): MediaConnection!
+  variants(first: Int, after: String, last: Int, before: String, reverse: Boolean = false): ProductVariantConnection!
+  mediaCount: Count
+}
+
+type ProductVariant implements Node {
+  id: ID!
+  title: String!
+  displayName: String!
+  media(first: Int, after: String, last: Int, before: String, reverse: Boolean = false): MediaConnection!
+}
+
+type ProductVariantEdge {
+  cursor: String!
+  node: ProductVariant!
+}
+
+type ProductVariantConnection {
+  edges: [ProductVariantEdge!]!
+  nodes: [ProductVariant!]!
+  pageInfo: PageInfo!
 }
 
 type ProductEdge {

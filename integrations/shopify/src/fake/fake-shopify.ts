@@ -2,7 +2,7 @@ import { createHash, createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { buildSchema, type GraphQLSchema, graphql, parse, validate } from 'graphql';
+import { buildSchema, execute, type GraphQLSchema, graphql, parse, validate } from 'graphql';
 import sharp from 'sharp';
 import { ADMIN_SDL } from './admin-schema.ts';
 import { bulkLines, bulkQueryProblem, bulkView, type FakeBulkOperation } from './bulk.ts';
@@ -75,6 +75,8 @@ export interface FakeProduct {
   mediaIds: string[];
   createdAt: string;
   updatedAt: string;
+  /** Its variants and the media each shows; none: Shopify's single "Default Title" variant. */
+  variants?: { id: string; title: string; mediaIds: string[] }[];
 }
 
 interface Subscription {
@@ -193,6 +195,7 @@ export class FakeShopify {
   holdBulk = false;
   private readonly bulkOps = new Map<string, FakeBulkOperation>();
   private readonly bulkHeld = new Set<() => void>();
+  private readonly documents = new Map<string, ReturnType<typeof parse>>();
 
   private server: Server | undefined;
   private base = '';
@@ -282,6 +285,8 @@ export class FakeShopify {
       vendor?: string;
       productType?: string;
       images: { bytes: Buffer | Uint8Array; filename: string; alt?: string | null }[];
+      /** Variants by title, each with the indexes (in `images`) of the images it shows. */
+      variants?: { title: string; images: number[] }[];
     },
   ): Promise<FakeProduct> {
     this.shopState(shop);
@@ -319,6 +324,12 @@ export class FakeShopify {
       this.files.set(file.id, file);
       product.mediaIds.push(file.id);
     }
+    if (input.variants)
+      product.variants = input.variants.map((v) => ({
+        id: `gid://shopify/ProductVariant/${this.nextId++}`,
+        title: v.title,
+        mediaIds: v.images.map((i) => product.mediaIds[i]).filter((id): id is string => !!id),
+      }));
     await this.emit(shop, 'PRODUCTS_CREATE', this.productPayload(product));
     return product;
   }
@@ -510,12 +521,16 @@ export class FakeShopify {
       return send(res, 400, { errors: { query: 'Required parameter missing or invalid' } });
     }
     let document: ReturnType<typeof parse>;
+    const known = this.documents.get(request.query);
     try {
-      document = parse(request.query);
+      document = known ?? parse(request.query);
     } catch (error) {
       return send(res, 200, { errors: [{ message: (error as Error).message }] });
     }
-    const problems = validate(this.schema, document);
+    // An app sends the same few documents over and over: parsed and validated once each.
+    const problems = known ? [] : validate(this.schema, document);
+    if (!known && problems.length === 0 && this.documents.size < 500)
+      this.documents.set(request.query, document);
     if (problems.length > 0) {
       return send(res, 200, {
         errors: problems.map((p) => ({ message: p.message, locations: p.locations })),
@@ -544,9 +559,9 @@ export class FakeShopify {
     const hooked =
       this.onEvent && /\bfileUpdate\s*\(/.test(request.query) && replacing?.length ? replacing : [];
     if (hooked.length) await this.onEvent?.({ kind: 'fileUpdate', shop, fileIds: hooked });
-    const result = await graphql({
+    const result = await execute({
       schema: this.schema,
-      source: request.query,
+      document,
       rootValue: this.resolvers(shop, state, token),
       variableValues: request.variables ?? {},
       ...(request.operationName ? { operationName: request.operationName } : {}),
@@ -635,19 +650,41 @@ export class FakeShopify {
     };
     const cursor = (id: string) => Buffer.from(id).toString('base64url');
     const mediaView = (file: FakeFile) => this.mediaView(file);
+    const mediaPage = (mediaIds: string[], args: { first?: number; after?: string }) =>
+      page(
+        mediaIds
+          .map((id) => this.files.get(id))
+          .filter((f): f is FakeFile => !!f)
+          .map(mediaView),
+        args,
+        (m) => cursor(m.id),
+      );
     const productView = (product: FakeProduct) => ({
       __typename: 'Product',
       ...product,
       productType: product.productType,
       status: 'ACTIVE',
-      media: (args: { first?: number; after?: string }) =>
+      mediaCount: { count: product.mediaIds.length, precision: 'EXACT' },
+      media: (args: { first?: number; after?: string }) => mediaPage(product.mediaIds, args),
+      variants: (args: { first?: number; after?: string }) =>
         page(
-          product.mediaIds
-            .map((id) => this.files.get(id))
-            .filter((f): f is FakeFile => !!f)
-            .map(mediaView),
+          (
+            product.variants ?? [
+              {
+                id: `${product.id.replace('Product', 'ProductVariant')}0`,
+                title: 'Default Title',
+                mediaIds: [],
+              },
+            ]
+          ).map((v) => ({
+            __typename: 'ProductVariant',
+            id: v.id,
+            title: v.title,
+            displayName: `${product.title} - ${v.title}`,
+            media: (a: { first?: number; after?: string }) => mediaPage(v.mediaIds, a),
+          })),
           args,
-          (m) => cursor(m.id),
+          (v) => cursor(v.id),
         ),
     });
     const subscriptionView = (s: Subscription) => ({

@@ -104,6 +104,42 @@ class Compresso_Backups {
 	}
 
 	/**
+	 * Every backup of the attachment checked against its checksum.
+	 *
+	 * @param int $attachment_id The attachment.
+	 * @return array file name => 'missing' | 'damaged' (only files with a problem).
+	 */
+	public static function problems( $attachment_id ) {
+		$state = Compresso_Optimizer::state( $attachment_id );
+		$main  = get_attached_file( $attachment_id );
+		if ( ! $main ) {
+			return array();
+		}
+		$dir    = trailingslashit( dirname( $main ) );
+		$expect = array();
+		foreach ( $state['files'] as $name => $record ) {
+			if ( ! empty( $record['original_sha256'] ) ) {
+				$expect[ $name ] = $record['original_sha256'];
+			}
+		}
+		if ( ! empty( $state['png_to_jpeg']['converted'] ) ) {
+			foreach ( $state['png_to_jpeg']['backups'] as $name => $backup ) {
+				$expect[ $name ] = $backup['sha256'];
+			}
+		}
+		$problems = array();
+		foreach ( $expect as $name => $sha256 ) {
+			$backup = self::path_for( $dir . $name );
+			if ( is_wp_error( $backup ) || ! is_file( $backup ) ) {
+				$problems[ $name ] = 'missing';
+			} elseif ( hash_file( 'sha256', $backup ) !== $sha256 ) {
+				$problems[ $name ] = 'damaged';
+			}
+		}
+		return $problems;
+	}
+
+	/**
 	 * A web server that serves wp-content/ must not list or serve the originals.
 	 */
 	private static function protect_root() {

@@ -52,6 +52,12 @@ class Compresso_Delivery {
 	 * @return string The tag, or <picture> with <source>s around it.
 	 */
 	public static function wrap( $html, $context ) {
+		// Block themes filter the whole template again ('template') after the post content: an <img>
+		// already wrapped in this request is left alone there, not wrapped a second time.
+		static $wrapped = array();
+		if ( isset( $wrapped[ $html ] ) ) {
+			return $html;
+		}
 		$settings = compresso_get_settings();
 		if ( ! self::picture_on( $settings, $context ) || ! apply_filters( 'compresso_picture_enabled', true, $context, $html ) ) {
 			return $html;
@@ -62,7 +68,7 @@ class Compresso_Delivery {
 				$formats[] = $format;
 			}
 		}
-		return self::picture(
+		$out = self::picture(
 			$html,
 			$formats,
 			static function ( $url, $format ) {
@@ -70,6 +76,10 @@ class Compresso_Delivery {
 				return null !== $path && is_file( $path . '.' . $format );
 			}
 		);
+		if ( $out !== $html ) {
+			$wrapped[ $html ] = true;
+		}
+		return $out;
 	}
 
 	/**

@@ -45,6 +45,32 @@ class Compresso_Optimizer {
 	}
 
 	/**
+	 * The wp_update_attachment_metadata filter, for one case only: an image saved from the WordPress
+	 * image editor (wp_save_image() updates the metadata once, it never calls
+	 * wp_generate_attachment_metadata). Its new main file is named `name-e1234567890123.ext`; when that
+	 * file is not in the record yet, the attachment is queued again ('edit'), once: the record has the
+	 * file after the run, and a queued attachment is not scheduled twice.
+	 *
+	 * @param array $metadata      The metadata being saved.
+	 * @param int   $attachment_id The attachment.
+	 * @return array Unchanged.
+	 */
+	public static function on_update_metadata( $metadata, $attachment_id ) {
+		if ( ! is_array( $metadata ) || empty( $metadata['file'] ) || ! preg_match( '/-e\d{13}\.[a-z0-9]+$/i', $metadata['file'] ) ) {
+			return $metadata;
+		}
+		$state = self::state( $attachment_id );
+		$name  = wp_basename( $metadata['file'] );
+		if ( isset( $state['files'][ $name ] ) || 'queued' === $state['status'] || ! compresso_is_connected() ) {
+			return $metadata;
+		}
+		if ( in_array( get_post_mime_type( $attachment_id ), self::MIME_TYPES, true ) ) {
+			self::queue( (int) $attachment_id, 'edit' );
+		}
+		return $metadata;
+	}
+
+	/**
 	 * @param int    $attachment_id The attachment.
 	 * @param string $context       Why it was queued.
 	 * @param int    $when          Unix time to run at.
@@ -130,6 +156,14 @@ class Compresso_Optimizer {
 		$metadata      = wp_get_attachment_metadata( $attachment_id );
 		$formats       = array_keys( array_filter( array( 'webp' => ! empty( $settings['webp'] ), 'avif' => ! empty( $settings['avif'] ) ) ) );
 		$state['error'] = null;
+
+		// Smart PNG-to-JPEG first: when it converts, the files below are the new JPEGs (already done).
+		$converted = Compresso_Png_To_Jpeg::maybe_convert( $attachment_id, $client, $settings, $state );
+		if ( is_wp_error( $converted ) ) {
+			return self::fail( $attachment_id, $state, $converted );
+		}
+		$main     = get_attached_file( $attachment_id );
+		$metadata = wp_get_attachment_metadata( $attachment_id );
 
 		foreach ( self::files( $attachment_id ) as $name => $path ) {
 			$record = isset( $state['files'][ $name ] ) ? $state['files'][ $name ] : array();
@@ -330,15 +364,33 @@ class Compresso_Optimizer {
 	 * @return true|WP_Error
 	 */
 	public static function restore( $attachment_id ) {
+		// Every backup is checked before anything is touched: a restore that cannot be completed does
+		// not begin (the media library names the file whose backup is missing or damaged).
+		foreach ( Compresso_Backups::problems( $attachment_id ) as $name => $problem ) {
+			return new WP_Error(
+				'compresso_backup_' . $problem,
+				sprintf(
+					'missing' === $problem
+						/* translators: %s: file name */
+						? __( 'The backup of %s is missing; nothing was restored.', 'compresso' )
+						/* translators: %s: file name */
+						: __( 'The backup of %s does not match its checksum; nothing was restored.', 'compresso' ),
+					$name
+				)
+			);
+		}
 		$state    = self::state( $attachment_id );
 		$files    = self::files( $attachment_id );
 		$metadata = wp_get_attachment_metadata( $attachment_id );
 		$main     = get_attached_file( $attachment_id );
+		$dir      = $main ? trailingslashit( dirname( $main ) ) : '';
 		foreach ( $state['files'] as $name => $record ) {
-			if ( ! isset( $files[ $name ] ) ) {
+			// A file no longer in the metadata (the version before an edit in the image editor, which
+			// WordPress keeps for its own "Restore original image") is restored too.
+			$path = isset( $files[ $name ] ) ? $files[ $name ] : $dir . $name;
+			if ( '' === $dir || ! is_file( $path ) ) {
 				continue;
 			}
-			$path = $files[ $name ];
 			foreach ( array( 'webp', 'avif' ) as $format ) {
 				if ( is_file( $path . '.' . $format ) ) {
 					wp_delete_file( $path . '.' . $format );
@@ -358,6 +410,14 @@ class Compresso_Optimizer {
 					$metadata['height'] = $size[1];
 				}
 			}
+		}
+		if ( ! empty( $state['png_to_jpeg']['converted'] ) ) {
+			// Converted from PNG: the PNGs, MIME type, metadata and references come back.
+			$undone = Compresso_Png_To_Jpeg::undo( $attachment_id, $state );
+			if ( is_wp_error( $undone ) ) {
+				return $undone;
+			}
+			$metadata = wp_get_attachment_metadata( $attachment_id );
 		}
 		if ( is_array( $metadata ) ) {
 			self::update_filesizes( $attachment_id, $metadata );

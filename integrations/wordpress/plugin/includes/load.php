@@ -14,10 +14,19 @@ require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-api-client.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-backups.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-optimizer.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-delivery.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-png-to-jpeg.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-lazy.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-media.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-rewrite.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-self-test.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/settings.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/settings-delivery.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-bulk.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/rest-api.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/bulk-page.php';
+if ( defined( 'WP_CLI' ) && WP_CLI ) {
+	require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-cli.php';
+}
 require_once COMPRESSO_PLUGIN_DIR . 'includes/hooks.php';
 
 /**
@@ -53,4 +62,5 @@ function compresso_deactivate() {
 	wp_unschedule_hook( Compresso_Optimizer::CRON_HOOK );
 	// Rewrite rules would point browsers at copies nothing keeps up to date any more.
 	Compresso_Rewrite::remove();
+	wp_unschedule_hook( Compresso_Bulk::CRON_HOOK );
 }

@@ -27,6 +27,8 @@ function compresso_default_settings() {
 		'webp'          => true,
 		'avif'          => false,
 		'png_to_jpeg'   => false,
+		// Percent the JPEG must save over the uploaded PNG for the conversion to happen.
+		'png_to_jpeg_min_saving' => 20,
 		'lazy_load'     => true,
 		'backups'       => true,
 		// Delivery of the WebP/AVIF copies: 'picture', 'rewrite' (server rules) or 'off'; <picture> per
@@ -145,6 +147,16 @@ function compresso_validate_settings( array $input ) {
 	} else {
 		/* translators: %s: what was entered */
 		$errors['max_dimension'] = sprintf( __( 'Maximum dimension: expected a whole number of pixels from 1 to 65535, or 0 for no limit, received "%s".', 'compresso' ), $max );
+	}
+
+	if ( isset( $input['png_to_jpeg_min_saving'] ) ) {
+		$min = trim( (string) $input['png_to_jpeg_min_saving'] );
+		if ( ctype_digit( $min ) && (int) $min >= 0 && (int) $min <= 95 ) {
+			$settings['png_to_jpeg_min_saving'] = (int) $min;
+		} else {
+			/* translators: %s: what was entered */
+			$errors['png_to_jpeg_min_saving'] = sprintf( __( 'PNG-to-JPEG saving: expected a whole percent from 0 to 95, received "%s".', 'compresso' ), $min );
+		}
 	}
 
 	foreach ( array( 'webp', 'avif', 'png_to_jpeg', 'lazy_load', 'backups' ) as $flag ) {
@@ -328,6 +340,11 @@ function compresso_render_settings_page() {
 						}
 						?>
 					</fieldset></td>
+				</tr>
+				<tr>
+					<th scope="row"><label for="compresso-png-to-jpeg-min-saving"><?php esc_html_e( 'PNG-to-JPEG saving', 'compresso' ); ?></label></th>
+					<td><input type="number" min="0" max="95" class="small-text" id="compresso-png-to-jpeg-min-saving" name="compresso[png_to_jpeg_min_saving]" value="<?php echo esc_attr( (string) $settings['png_to_jpeg_min_saving'] ); ?>" /> %
+						<p class="description"><?php esc_html_e( 'With PNG-to-JPEG on: a PNG without transparency becomes a JPEG only when the JPEG is at least this much smaller than the uploaded PNG (backups must be on, so that restoring the original can bring the PNG back).', 'compresso' ); ?></p></td>
 				</tr>
 				<?php compresso_render_delivery_rows( $settings ); ?>
 			</table>

@@ -7,7 +7,7 @@
  * unzipped into a temporary tree and Playground installs from those files. The tree is fresh per boot:
  * installation writes wp-config.php and the SQLite database into it.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -85,11 +85,23 @@ function buildZip(version: string): string {
   return join(dirname(pkg), 'src', 'wordpress', `wp-${version}.zip`);
 }
 
+function buildAssets(version: string): string {
+  const require = createRequire(import.meta.url);
+  const pkg = require.resolve('@wp-playground/wordpress-builds/package.json');
+  return join(dirname(pkg), 'public', `wp-${version}`);
+}
+
 export async function startWordPress(
   options: {
     plugin?: boolean;
     version?: string;
     php?: '7.4' | '8.0' | '8.1' | '8.2' | '8.3';
+    /**
+     * Copy the build's static files (wp-includes/js/dist, wp-admin/js, css, …) into the tree: the
+     * bundled zip leaves them out (Playground serves them from elsewhere), so a browser loading an admin
+     * screen that needs them (a React screen: wp-element, wp-components) gets 404s without this.
+     */
+    assets?: boolean;
     /** More host directories to mount after install (e.g. the image corpus at /corpus). */
     mounts?: { hostPath: string; vfsPath: string }[];
   } = {},
@@ -99,6 +111,7 @@ export async function startWordPress(
   let cli: RunCLIServer | undefined;
   try {
     unzipTo(buildZip(options.version ?? WORDPRESS_BUILD), root);
+    if (options.assets) cpSync(buildAssets(options.version ?? WORDPRESS_BUILD), root, { recursive: true });
     cli = await runCLI({
       command: 'server',
       php: options.php ?? PHP_VERSION,

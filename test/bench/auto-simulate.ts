@@ -1,0 +1,149 @@
+/**
+ * Replays quality "auto"'s photo path (predicted first probe, slope correction, secant search, band
+ * acceptance, cap, floor) on the calibration curves of test/bench/results/auto-calibration.json →
+ * curves (every corpus photo's score and bytes at Q 56, 66, 74, 80, 86, 94 in each format, with the
+ * settings auto uses), interpolating score and ln(bytes) linearly between the grid points. No encode,
+ * no score: it runs in a second, so choices of band and target can be compared before they are
+ * measured for real (auto-speed.ts, the bench). Per format it prints the scored encodes per photo, the
+ * mean and minimum score, and the bytes against the fixed quality with the same worst case (the
+ * smallest Q at which every photo reaches the floor, the issue 11 yardstick).
+ *
+ * Usage: node test/bench/auto-simulate.ts [--below N] [--above N] [--target-delta J,W,A]
+ *   (defaults: the engine's AUTO_BELOW, AUTO_TOLERANCE and AUTO_SETTINGS targets)
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { AUTO_BELOW, AUTO_FLOOR, AUTO_SETTINGS, AUTO_TOLERANCE } from '../../core/engine/src/auto.ts';
+import { predictQuality } from '../../core/engine/src/auto-predict.ts';
+import type { ImageFeatures } from '../../core/engine/src/image-features.ts';
+
+type Lossy = 'jpeg' | 'webp' | 'avif';
+interface Row {
+  name: string;
+  kind: string;
+  format: Lossy;
+  features: ImageFeatures;
+  points: { q: number; bytes: number; score: number }[];
+}
+
+const { values } = parseArgs({
+  options: { below: { type: 'string' }, above: { type: 'string' }, 'target-delta': { type: 'string' } },
+});
+const below = Number(values.below ?? AUTO_BELOW);
+const above = Number(values.above ?? AUTO_TOLERANCE);
+const delta = (values['target-delta'] ?? '0,0,0').split(',').map(Number);
+const MAX_STEPS = 4;
+
+const curves = JSON.parse(readFileSync(join(import.meta.dirname, 'results', 'auto-calibration.json'), 'utf8'))
+  .curves as { rows: Row[] };
+const rows = curves.rows.filter((r) => r.kind === 'photo');
+
+function interp(row: Row, q: number, f: (p: Row['points'][number]) => number): number {
+  const pts = row.points;
+  let i = 0;
+  while (i < pts.length - 2 && q >= pts[i + 1]!.q) i++;
+  const a = pts[i]!;
+  const b = pts[i + 1]!;
+  return f(a) + ((f(b) - f(a)) * (q - a.q)) / (b.q - a.q);
+}
+const scoreAt = (r: Row, q: number) => interp(r, q, (p) => p.score);
+const bytesAt = (r: Row, q: number) => Math.exp(interp(r, q, (p) => Math.log(p.bytes)));
+
+interface Trial {
+  q: number;
+  score: number;
+  bytes: number;
+}
+
+/** auto.ts's photo path for one image, on its curve. */
+function auto(r: Row, target: number, cap: number): { t: Trial; steps: number } {
+  const trials: Trial[] = [];
+  const at = (q: number): Trial => {
+    let t = trials.find((x) => x.q === q);
+    if (!t) {
+      t = { q, score: scoreAt(r, q), bytes: bytesAt(r, q) };
+      trials.push(t);
+    }
+    return t;
+  };
+  const inBand = (t: Trial) => t.score >= target - below && t.score - target <= above;
+  const predicted = predictQuality(r.format, r.features, {}, target);
+  const first = at(Math.min(cap, Math.max(30, predicted.q)));
+  if (!inBand(first)) {
+    const off = first.score - target;
+    let q =
+      off < 0
+        ? Math.min(cap, first.q + Math.max(1, Math.ceil((0.3 - off) / predicted.slope)))
+        : Math.max(30, first.q - Math.max(1, Math.floor((off - 0.2) / predicted.slope)));
+    let pass = first.score >= target ? first : undefined;
+    let fail = first.score >= target ? undefined : first;
+    for (let step = 0; step < MAX_STEPS && q !== first.q; step++) {
+      const t = at(q);
+      if (t.score >= target) {
+        if (!pass || t.q < pass.q) pass = t;
+      } else if (!fail || t.q > fail.q) fail = t;
+      if (inBand(t) || (pass && fail && pass.q - fail.q <= 1)) break;
+      let next: number;
+      if (pass && fail) {
+        const slope = (pass.score - fail.score) / (pass.q - fail.q);
+        next = fail.q + Math.ceil((target + 0.2 - fail.score) / Math.max(slope, 0.05));
+        next = Math.min(pass.q - 1, Math.max(fail.q + 1, next));
+      } else {
+        const [a, b] = trials.slice(-2);
+        const measured = a && b && b.q !== a.q ? (b.score - a.score) / (b.q - a.q) : 0;
+        const slope = measured > 0.1 ? measured : 0.6;
+        if (pass) {
+          if (pass.q <= 30) break;
+          next = pass.q - Math.max(1, Math.floor((pass.score - target - 0.2) / slope));
+        } else {
+          if (fail!.q >= cap) break;
+          next = fail!.q + Math.max(1, Math.ceil((target + 0.3 - fail!.score) / slope));
+        }
+        next = Math.min(cap, Math.max(30, next));
+      }
+      if (trials.some((x) => x.q === next)) break;
+      q = next;
+    }
+  }
+  const smallest = (goal: number) =>
+    trials
+      .filter((t) => t.score >= goal)
+      .reduce<Trial | undefined>((a, b) => (!a || b.bytes < a.bytes ? b : a), undefined);
+  const found = smallest(target - below) ?? smallest(AUTO_FLOOR);
+  if (found) return { t: found, steps: trials.length };
+  // Above the cap to the floor (the real search takes a few steps; counted as one more here).
+  for (let q = cap + 1; q <= 98; q++)
+    if (scoreAt(r, q) >= AUTO_FLOOR) return { t: at(q), steps: trials.length + 1 };
+  return { t: at(98), steps: trials.length + 1 };
+}
+
+console.log(`band [target − ${below}, target + ${above}], target deltas ${delta.join(', ')}`);
+console.log('format  target  photos  steps  mean   min   fixed Q (same worst case)  bytes vs fixed');
+(['jpeg', 'webp', 'avif'] as const).forEach((format, i) => {
+  const target = AUTO_SETTINGS[format].target + delta[i]!;
+  const rs = rows.filter((r) => r.format === format);
+  let fixedQ = 98;
+  for (let q = 30; q <= 98; q++) {
+    if (rs.every((r) => scoreAt(r, q) >= AUTO_FLOOR)) {
+      fixedQ = q;
+      break;
+    }
+  }
+  let bytes = 0;
+  let fixedBytes = 0;
+  let steps = 0;
+  let sum = 0;
+  let min = Infinity;
+  for (const r of rs) {
+    const { t, steps: s } = auto(r, target, AUTO_SETTINGS[format].maxQ);
+    bytes += t.bytes;
+    fixedBytes += bytesAt(r, fixedQ);
+    steps += s;
+    sum += t.score;
+    min = Math.min(min, t.score);
+  }
+  console.log(
+    `${format.padEnd(7)} ${String(target).padStart(6)} ${String(rs.length).padStart(7)} ${(steps / rs.length).toFixed(2).padStart(6)} ${(sum / rs.length).toFixed(1).padStart(5)} ${min.toFixed(1).padStart(5)} ${String(fixedQ).padStart(26)} ${`${((bytes / fixedBytes - 1) * 100).toFixed(1)} %`.padStart(15)}`,
+  );
+});
