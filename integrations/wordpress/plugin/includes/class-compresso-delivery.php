@@ -53,9 +53,10 @@ class Compresso_Delivery {
 	 */
 	public static function wrap( $html, $context ) {
 		// Block themes filter the whole template again ('template') after the post content: an <img>
-		// already wrapped in this request is left alone there, not wrapped a second time.
+		// already wrapped in this request is left alone there, not wrapped a second time. Only there: the
+		// same <img> twice in a post (or a filter run twice) is wrapped each time.
 		static $wrapped = array();
-		if ( isset( $wrapped[ $html ] ) ) {
+		if ( 'content:template' === $context && isset( $wrapped[ $html ] ) ) {
 			return $html;
 		}
 		$settings = compresso_get_settings();
