@@ -41,6 +41,8 @@ export function isTestFile(path: string): boolean {
     name === 'hostile-server.ts' ||
     name === 'process-fixture.ts' ||
     path.includes('/test-support/') ||
+    // Benchmarks are not shipped: they stand up servers the way tests do.
+    /^(core|integrations)\/[^/]+\/bench\//.test(path) ||
     // The Python client's tests (Python, and the TypeScript that exports the schema for them).
     path.startsWith('core/python/tests/')
   );

@@ -263,6 +263,12 @@ export function bullmqQueue(options: BullmqQueueOptions): JobQueue {
   class BullWorker implements QueueWorker {
     readonly #worker: Worker;
     readonly #inFlight = new Map<string, AbortController>();
+    /**
+     * A run's `completed`/`failed` event, told once BullMQ has recorded that end in Redis (its own
+     * event), so a listener that then reads the job (getJob) sees it ended. A run whose end BullMQ
+     * refuses (its lock lapsed: the stalled-job check gave the job out again) tells nothing.
+     */
+    readonly #ended = new Map<string, QueueEvent>();
     #closing: Promise<void> | undefined;
 
     constructor(handlers: JobHandlers, concurrency: number) {
@@ -274,6 +280,7 @@ export function bullmqQueue(options: BullmqQueueOptions): JobQueue {
           const attempts = job.opts.attempts ?? 1;
           const giveBack = new AbortController();
           this.#inFlight.set(id, giveBack);
+          this.#ended.delete(id);
           const started = performance.now();
           emit({ type: 'active', id, name: job.name, attempt });
           try {
@@ -307,11 +314,11 @@ export function bullmqQueue(options: BullmqQueueOptions): JobQueue {
             }
             const durationMs = performance.now() - started;
             if (outcome.ok) {
-              emit({ type: 'completed', id, name: job.name, attempt, durationMs });
+              this.#ended.set(id, { type: 'completed', id, name: job.name, attempt, durationMs });
               return outcome.value;
             }
             const message = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
-            emit({
+            this.#ended.set(id, {
               type: 'failed',
               id,
               name: job.name,
@@ -342,6 +349,15 @@ export function bullmqQueue(options: BullmqQueueOptions): JobQueue {
         },
       );
       this.#worker.on('error', onError);
+      const told = (job: Job | undefined) => {
+        const id = job?.id;
+        const event = id === undefined ? undefined : this.#ended.get(id);
+        if (id === undefined || !event) return;
+        this.#ended.delete(id);
+        emit(event);
+      };
+      this.#worker.on('completed', told);
+      this.#worker.on('failed', told);
     }
 
     get running() {

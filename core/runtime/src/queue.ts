@@ -131,7 +131,10 @@ export interface QueueCounts {
 
 /**
  * What this process's workers did, for metrics and logs. Emitted by workers started with `work()` on
- * this queue object (queue-wide depth comes from `counts()`).
+ * this queue object (queue-wide depth comes from `counts()`). `completed` and `failed` are told once
+ * the job's state has that end, so a listener that then reads the job (getJob) finds it so; with
+ * BullMQ, a run whose end Redis refuses (its lock lapsed and the stalled-job check gave the job out
+ * again) tells neither.
  */
 export type QueueEvent =
   | { type: 'active'; id: string; name: string; attempt: number }

@@ -1,12 +1,13 @@
 import type { Database } from '@compresso/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BackupStore, backupStore, sha256 } from './backups.ts';
-import { createOptimizer, type OptimizerOptions, PIPELINE_STEPS, type PipelineStep } from './pipeline.ts';
+import { createOptimizer, type OptimizerOptions } from './pipeline.ts';
 import { PlatformError } from './platform-error.ts';
 import { type Backend, startCompresso, testBackends, testBlobDir } from './test-support.ts';
 import { fixtureImage } from './testing/fixtures.ts';
 import { type ManualClock, manualClock } from './testing/manual-clock.ts';
 import { createMemoryPlatform, type MemoryPlatform } from './testing/memory-platform.ts';
+import { describePipelineCrashBattery } from './testing/pipeline-crash-battery.ts';
 
 let sites = 0;
 const newBlobs = testBlobDir();
@@ -132,82 +133,31 @@ function describePipeline(backend: Backend): void {
         await w.close();
       }
     });
-
-    it('a run killed between any two steps, then run again, ends as an uninterrupted run: one backup, one replacement, one compression, the original kept', async () => {
-      const image = await fixtureImage(21, 'jpeg');
-      // The uninterrupted run, for reference.
-      const reference = await world(backend);
-      let expected: { live: string; size: number };
-      try {
-        const id = reference.platform.addAsset(reference.site, image);
-        expect((await reference.optimizer().optimize(reference.site, id)).kind).toBe('optimized');
-        const live = reference.platform.bytesOf(reference.site, id);
-        expected = { live: sha256(live), size: live.byteLength };
-      } finally {
-        await reference.close();
-      }
-      const killable = PIPELINE_STEPS.filter((s) => s !== 'recorded');
-      expect(killable).toHaveLength(6);
-      for (const killAt of killable) {
-        const w = await world(backend);
-        try {
-          const id = w.platform.addAsset(w.site, { ...image, filename: `kill-${killAt}.jpg` });
-          const usedBefore = await usedToday();
-          // The first run stops dead after `killAt`: its promise never settles and its `finally`
-          // never runs, so its lease and half-written state stay behind, as a killed process leaves them.
-          let reached: (step: PipelineStep) => void = () => {};
-          const stopped = new Promise<PipelineStep>((resolve) => {
-            reached = resolve;
-          });
-          const doomed = w.optimizer({
-            owner: 'doomed',
-            afterStep: (step) => {
-              if (step !== killAt) return;
-              reached(step);
-              return new Promise<void>(() => {});
-            },
-          });
-          void doomed.optimize(w.site, id);
-          expect(await stopped).toBe(killAt);
-          // Before its lease runs out nobody else touches the asset …
-          const next = w.optimizer({ owner: 'next' });
-          expect((await next.optimize(w.site, id)).kind).toBe('busy');
-          // … after it, the next run finishes the work.
-          clock.advance(60_001);
-          const outcome = await next.optimize(w.site, id);
-          expect(outcome, `killed after ${killAt}`).toMatchObject({ kind: 'optimized' });
-          const live = w.platform.bytesOf(w.site, id);
-          expect(sha256(live), `killed after ${killAt}`).toBe(expected.live);
-          expect(await next.ledger.get(w.site, id)).toMatchObject({
-            state: 'optimized',
-            originalHash: sha256(image.bytes),
-            originalSize: image.bytes.byteLength,
-            currentHash: expected.live,
-            currentSize: expected.size,
-            pendingHash: null,
-            leaseOwner: null,
-          });
-          expect(await w.backupCount(), `killed after ${killAt}`).toBe(1);
-          const record = await next.ledger.get(w.site, id);
-          expect(sha256((await w.backups.read(record!.backupKey!)).bytes)).toBe(sha256(image.bytes));
-          expect(
-            w.platform.replacements.filter((r) => r.assetId === id),
-            `killed after ${killAt}`,
-          ).toHaveLength(1);
-          // One compression counted against the quota, however many runs asked (the same Idempotency-Key).
-          expect((await usedToday()) - usedBefore - 1, `killed after ${killAt}`).toBe(1);
-          // And the run after that finds nothing to do.
-          expect((await next.optimize(w.site, id)).kind).toBe('unchanged');
-        } finally {
-          await w.close();
-        }
-      }
-    });
   });
 }
 
 const backends = testBackends();
 for (const backend of backends) describePipeline(backend);
+
+// The crash-between-steps cases, on the reference platform over both backends: the same battery the
+// Shopify adapter runs over its fake (integrations/shopify/src/shopify-platform.test.ts).
+describePipelineCrashBattery(
+  'reference platform',
+  async ({ clock: crashClock }) => {
+    const platform = createMemoryPlatform({ clock: crashClock });
+    const site = `crash-${++sites}.example`;
+    platform.addSite(site, 'Crash Store');
+    return {
+      port: platform.port,
+      site,
+      addImage: async (image) => platform.addAsset(site, image),
+      liveBytes: async (assetId) => platform.bytesOf(site, assetId),
+      replacements: async (assetId) => platform.replacements.filter((r) => r.assetId === assetId).length,
+      close: async () => {},
+    };
+  },
+  { compresso: (now) => startCompresso({ now }), databases: backends },
+);
 
 describe('optimize pipeline: restore, faults, quota, alt text (sqlite file)', () => {
   const sqlite = backends[0];

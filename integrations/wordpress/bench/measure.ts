@@ -35,6 +35,9 @@ interface Upload {
   status?: string;
   error?: unknown;
   serverRequests?: number;
+  /** Milliseconds from the upload's start to the server's first and last answer (its log's `time`). */
+  firstApiMs?: number;
+  lastApiMs?: number;
   recordRequests?: number;
 }
 
@@ -197,6 +200,7 @@ async function main() {
       const apiCalls = () => api.logLines.filter((l) => String(l.path ?? '').startsWith('/api/')).length;
       const callsBefore = apiCalls();
       const started = performance.now();
+      const startedWall = Date.now();
       const up = await upload(wp, photo, `after-${photo}`);
       log(`${photo}: upload request ${up.requestMs} ms, ${up.files} files`);
       let state = { status: 'queued', requests: 0, error: null as unknown };
@@ -209,6 +213,14 @@ async function main() {
       up.error = state.error;
       up.recordRequests = state.requests;
       up.serverRequests = apiCalls() - callsBefore;
+      const times = api.logLines
+        .filter((l) => String(l.path ?? '').startsWith('/api/'))
+        .slice(callsBefore)
+        .map((l) => Number(l.time));
+      if (times.length > 0) {
+        up.firstApiMs = (times[0] ?? 0) - startedWall;
+        up.lastApiMs = (times[times.length - 1] ?? 0) - startedWall;
+      }
       log(
         `${photo}: ${state.status} ${up.optimizedMs} ms after the upload started; ${up.serverRequests} API requests (record: ${state.requests})`,
       );
@@ -238,11 +250,11 @@ async function main() {
       '',
       '## Upload to optimized',
       '',
-      '| photo | original | files (original + sizes) | upload request | upload start → optimized | status | API requests (server log) | requests in the record |',
-      '| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |',
+      '| photo | original | files (original + sizes) | upload request | upload start → optimized | first / last API answer | status | API requests (server log) | requests in the record |',
+      '| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |',
       ...optimized.map(
         (u) =>
-          `| ${u.name} | ${kb(statSync(join(CORPUS, u.name)).size)} | ${u.files} | ${sec(u.requestMs)} | ${sec(u.optimizedMs)} | ${u.status}${u.error ? ` ${JSON.stringify(u.error)}` : ''} | ${u.serverRequests} | ${u.recordRequests} |`,
+          `| ${u.name} | ${kb(statSync(join(CORPUS, u.name)).size)} | ${u.files} | ${sec(u.requestMs)} | ${sec(u.optimizedMs)} | ${sec(u.firstApiMs)} / ${sec(u.lastApiMs)} | ${u.status}${u.error ? ` ${JSON.stringify(u.error)}` : ''} | ${u.serverRequests} | ${u.recordRequests} |`,
       ),
       '',
       `The plugin's own estimate (\`GET /compresso/v1/stats\`): ${JSON.stringify(estimate)}.`,

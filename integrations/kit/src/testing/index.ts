@@ -9,6 +9,13 @@ export {
   type SeedAsset,
 } from './memory-platform.ts';
 export {
+  type CrashBatteryOptions,
+  type CrashHarness,
+  type CrashHarnessFactory,
+  type CrashLedgerDatabase,
+  describePipelineCrashBattery,
+} from './pipeline-crash-battery.ts';
+export {
   describePlatformPortBattery,
   type PortHarness,
   type PortHarnessFactory,
