@@ -3,7 +3,8 @@
  * Uninstall: removes the plugin's options, its per-attachment records, its scheduled events and its
  * rewrite rules in the uploads folder's .htaccess. The
  * backups of originals are kept (they are the only copy of the originals): they are removed only when
- * the site defines COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL as true.
+ * the owner ticked "Delete the kept originals when the plugin is deleted" (setting
+ * delete_backups_on_uninstall) or the site defines COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL as true.
  *
  * @package Compresso
  */
@@ -11,6 +12,11 @@
 if ( ! defined( 'WP_UNINSTALL_PLUGIN' ) ) {
 	exit;
 }
+
+// Read before the settings are removed: the owner's "delete the kept originals" choice.
+$compresso_settings       = get_option( 'compresso_settings', array() );
+$compresso_delete_backups = ( is_array( $compresso_settings ) && ! empty( $compresso_settings['delete_backups_on_uninstall'] ) )
+	|| ( defined( 'COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL' ) && COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL );
 
 delete_option( 'compresso_settings' );
 delete_option( 'compresso_show_setup_notice' );
@@ -26,7 +32,7 @@ delete_option( 'compresso_bulk_retry' );
 delete_option( 'compresso_quota' );
 wp_unschedule_hook( 'compresso_bulk_tick' );
 
-if ( defined( 'COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL' ) && COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL ) {
+if ( $compresso_delete_backups ) {
 	$compresso_backups = WP_CONTENT_DIR . '/compresso-backups';
 	if ( is_dir( $compresso_backups ) ) {
 		$compresso_items = new RecursiveIteratorIterator(

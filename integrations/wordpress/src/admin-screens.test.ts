@@ -160,7 +160,7 @@ describe('the settings screen in Chromium', { timeout: 300_000 }, () => {
     const page = await open({ width: 1280, height: 800 });
     await page.locator('#compresso-server-url').focus();
     const order: string[] = [];
-    for (let i = 0; i < 30; i++) {
+    for (let i = 0; i < 60; i++) {
       order.push(await page.evaluate(() => document.activeElement?.id ?? ''));
       if (order.at(-1) === 'submit') break;
       if (order.at(-1) === 'compresso-delivery-picture') {

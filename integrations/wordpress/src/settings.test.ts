@@ -179,3 +179,121 @@ describe('the settings screen', { timeout: 180_000 }, () => {
     expect(state.settings).toMatchObject({ quality: 82, avif: false });
   });
 });
+
+describe('sizes to compress, the cost, and backups on uninstall', { timeout: 300_000 }, () => {
+  it('shows a checkbox per registered size, the cost, and the uninstall switch with its warning', async () => {
+    const page = await admin.request(SETTINGS);
+    for (const size of ['thumbnail', 'medium', 'medium_large', 'large']) {
+      expect(page.text).toMatch(
+        new RegExp(`name="compresso\\[sizes\\]\\[${size}\\]" value="1"\\s+checked='checked'`),
+      );
+    }
+    expect(page.text).toContain('name="compresso[delete_backups_on_uninstall]"');
+    expect(page.text).not.toMatch(/name="compresso\[delete_backups_on_uninstall\]" value="1"\s+checked/);
+    expect(page.text).toContain('deletes them for good and no image can be restored afterwards');
+    const stats = (
+      await wp.php<{ perUpload: number; sizes: number }>(`
+      $s = Compresso_Bulk::stats();
+      compresso_test_out( array( 'perUpload' => $s['requests_per_upload'], 'sizes' => count( $s['sizes'] ) ) );`)
+    ).value;
+    // Every registered size on by default; WebP on, AVIF off (the last save): 2 requests per file.
+    expect(stats.sizes).toBeGreaterThanOrEqual(4);
+    expect(stats.perUpload).toBe((1 + stats.sizes) * 2);
+    expect(page.text).toContain(`One upload costs up to ${stats.perUpload} requests with the saved settings`);
+  });
+
+  it('names the field for an unknown size and stores nothing', async () => {
+    await save(admin, { sizes_field: '1', 'sizes][no_such_size': '1', webp: '1' }, await nonceOf(admin));
+    const page = await admin.request(SETTINGS);
+    expect(page.text).toContain(
+      'Image sizes to compress: expected sizes this site registers (thumbnail, medium, medium_large, large',
+    );
+    expect(page.text).toContain('received &quot;no_such_size&quot;');
+    expect((await stored()).settings.sizes).toEqual([]);
+  });
+
+  it('stores the chosen sizes; the optimizer, the cost and the days at the daily quota follow them', async () => {
+    await save(
+      admin,
+      {
+        server_url: api.url,
+        api_key: '',
+        webp: '1',
+        sizes_field: '1',
+        'sizes][thumbnail': '1',
+        'sizes][medium': '1',
+      },
+      await nonceOf(admin),
+    );
+    const sizes = (await stored()).settings.sizes as Record<string, boolean>;
+    expect(sizes).toMatchObject({ thumbnail: true, medium: true, medium_large: false, large: false });
+    // An image with three generated sizes on disk (the optimizer's file list is what it sends).
+    const result = (
+      await wp.php<{ chosen: string[]; all: string[]; perUpload: number; library: number; sizes: string[] }>(`
+      $dir = wp_upload_dir()['basedir'];
+      foreach ( array( 'wpsizes.jpg', 'wpsizes-150x150.jpg', 'wpsizes-300x200.jpg', 'wpsizes-1024x683.jpg' ) as $f ) {
+        file_put_contents( $dir . '/' . $f, 'x' );
+      }
+      $id = wp_insert_attachment( array( 'post_mime_type' => 'image/jpeg', 'post_title' => 'wpsizes', 'post_status' => 'inherit' ), $dir . '/wpsizes.jpg' );
+      update_post_meta( $id, '_wp_attachment_metadata', array(
+        'width' => 1600, 'height' => 1067, 'file' => 'wpsizes.jpg',
+        'sizes' => array(
+          'thumbnail' => array( 'file' => 'wpsizes-150x150.jpg', 'width' => 150, 'height' => 150, 'mime-type' => 'image/jpeg' ),
+          'medium' => array( 'file' => 'wpsizes-300x200.jpg', 'width' => 300, 'height' => 200, 'mime-type' => 'image/jpeg' ),
+          'large' => array( 'file' => 'wpsizes-1024x683.jpg', 'width' => 1024, 'height' => 683, 'mime-type' => 'image/jpeg' ),
+        ),
+      ) );
+      update_option( 'compresso_quota', array( 'plan' => 'pro', 'limit' => 4, 'remaining' => 2, 'reset_at' => time() + 3600 ), false );
+      $s = Compresso_Bulk::stats();
+      compresso_test_out( array(
+        'chosen' => array_keys( Compresso_Optimizer::files( $id, compresso_get_settings() ) ),
+        'all' => array_keys( Compresso_Optimizer::files( $id ) ),
+        'perUpload' => $s['requests_per_upload'],
+        'library' => $s['requests_for_library'],
+        'sizes' => $s['sizes'],
+      ) );`)
+    ).value;
+    expect(result.chosen).toEqual(['wpsizes.jpg', 'wpsizes-150x150.jpg', 'wpsizes-300x200.jpg']);
+    expect(result.all).toHaveLength(4);
+    expect(result.sizes).toEqual(['thumbnail', 'medium']);
+    expect(result.perUpload).toBe(6); // (original + 2 sizes) × (compressed + WebP)
+    expect(result.library).toBe(6); // the one image's 3 chosen files × 2
+    const page = await admin.request(SETTINGS);
+    expect(page.text).toMatch(/name="compresso\[sizes\]\[large\]" value="1"\s+\/>/);
+    expect(page.text).toContain(
+      'One upload costs up to 6 requests with the saved settings: the original and 2 sizes',
+    );
+    // 6 requests, 2 left today, 4 a day: today and 1 more day.
+    expect(page.text).toContain(
+      'takes 6 requests (1 images): today and 1 more day at your plan&#039;s 4 requests a day.',
+    );
+  });
+
+  it('uninstall keeps the backups unless the owner ticked the switch', async () => {
+    const uninstall = () =>
+      wp.php<boolean>(
+        `require_once ABSPATH . 'wp-admin/includes/plugin.php';
+        $dir = WP_CONTENT_DIR . '/compresso-backups/2026';
+        if ( ! is_dir( $dir ) ) { wp_mkdir_p( $dir ); file_put_contents( $dir . '/a.jpg', 'original' ); }
+        deactivate_plugins( '${PLUGIN_FILE}' );
+        uninstall_plugin( '${PLUGIN_FILE}' );
+        compresso_test_out( is_file( $dir . '/a.jpg' ) );`,
+        { asAdmin: true },
+      );
+    expect((await uninstall()).value).toBe(true);
+    await wp.php(
+      `require_once ABSPATH . 'wp-admin/includes/plugin.php';
+      compresso_test_out( activate_plugin( '${PLUGIN_FILE}' ) );`,
+      { asAdmin: true },
+    );
+    await save(admin, { webp: '1', delete_backups_on_uninstall: '1' }, await nonceOf(admin));
+    expect((await stored()).settings.delete_backups_on_uninstall).toBe(true);
+    expect((await admin.request(SETTINGS)).text).toMatch(
+      /name="compresso\[delete_backups_on_uninstall\]" value="1"\s+checked='checked'/,
+    );
+    expect((await uninstall()).value).toBe(false);
+    expect(
+      (await wp.php<boolean>(`compresso_test_out( is_dir( WP_CONTENT_DIR . '/compresso-backups' ) );`)).value,
+    ).toBe(false);
+  });
+});

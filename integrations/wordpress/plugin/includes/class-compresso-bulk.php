@@ -610,7 +610,7 @@ class Compresso_Bulk {
 	/**
 	 * What one upload costs and what the library's run will take, before anything is spent.
 	 *
-	 * Requests per upload: one per file (the original and each generated size WordPress makes), and one
+	 * Requests per upload: one per file (the original and each generated size chosen in the settings), and one
 	 * more per file for each WebP/AVIF format that is turned on. The library's requests count the files
 	 * not yet done (hash recorded) of every image the same way.
 	 *
@@ -619,7 +619,8 @@ class Compresso_Bulk {
 	public static function stats() {
 		$settings = compresso_get_settings();
 		$formats  = count( array_filter( array( ! empty( $settings['webp'] ), ! empty( $settings['avif'] ) ) ) );
-		$sizes    = array_keys( wp_get_registered_image_subsizes() );
+		// The generated sizes the owner chose to compress (Settings → Compresso); the original always.
+		$sizes    = compresso_enabled_sizes( $settings );
 		$per_file = 1 + $formats;
 
 		$images    = 0;
@@ -635,7 +636,7 @@ class Compresso_Bulk {
 				$after_id = $id;
 				++$images;
 				$state = Compresso_Optimizer::state( $id );
-				$files = Compresso_Optimizer::files( $id );
+				$files = Compresso_Optimizer::files( $id, $settings );
 				$todo  = 0;
 				foreach ( $files as $name => $path ) {
 					$record = isset( $state['files'][ $name ] ) ? $state['files'][ $name ] : null;

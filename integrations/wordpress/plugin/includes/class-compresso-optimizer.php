@@ -115,9 +115,14 @@ class Compresso_Optimizer {
 	/**
 	 * The files of an attachment: its main file, the pre-scaling original if any, and every size.
 	 *
+	 * With $settings, only the sizes the owner chose to compress (the main file and the pre-scaling
+	 * original are always included; a file shared by a chosen and an unchosen size is included).
+	 *
+	 * @param int        $attachment_id The attachment.
+	 * @param array|null $settings      The settings whose `sizes` choice applies; null: every size.
 	 * @return array relative name => absolute path.
 	 */
-	public static function files( $attachment_id ) {
+	public static function files( $attachment_id, $settings = null ) {
 		$main = get_attached_file( $attachment_id );
 		if ( ! $main ) {
 			return array();
@@ -130,7 +135,10 @@ class Compresso_Optimizer {
 				$files[ $metadata['original_image'] ] = $dir . $metadata['original_image'];
 			}
 			if ( ! empty( $metadata['sizes'] ) && is_array( $metadata['sizes'] ) ) {
-				foreach ( $metadata['sizes'] as $size ) {
+				foreach ( $metadata['sizes'] as $size_name => $size ) {
+					if ( is_array( $settings ) && ! compresso_size_enabled( (string) $size_name, $settings ) ) {
+						continue;
+					}
 					if ( ! empty( $size['file'] ) ) {
 						$files[ $size['file'] ] = $dir . $size['file'];
 					}
@@ -165,7 +173,8 @@ class Compresso_Optimizer {
 		$main     = get_attached_file( $attachment_id );
 		$metadata = wp_get_attachment_metadata( $attachment_id );
 
-		foreach ( self::files( $attachment_id ) as $name => $path ) {
+		// Only the sizes the owner chose (the original and the main file always).
+		foreach ( self::files( $attachment_id, $settings ) as $name => $path ) {
 			$record = isset( $state['files'][ $name ] ) ? $state['files'][ $name ] : array();
 			$hash   = hash_file( 'sha256', $path );
 			if ( isset( $record['sha256'] ) && $record['sha256'] === $hash && self::siblings_done( $path, $record, $formats ) ) {

@@ -36,7 +36,39 @@ function compresso_default_settings() {
 		'delivery'           => 'picture',
 		'picture_content'    => true,
 		'picture_attachment' => true,
+		// Generated image sizes that are compressed: size name => false for a size turned off. A size
+		// not listed (every registered size on a fresh install, or one a theme adds later) is compressed.
+		// The original (and the main, possibly scaled, file) is always compressed.
+		'sizes'              => array(),
+		// Remove wp-content/compresso-backups/ on uninstall (as COMPRESSO_DELETE_BACKUPS_ON_UNINSTALL does).
+		'delete_backups_on_uninstall' => false,
 	);
+}
+
+/**
+ * @param string     $size     A registered image size name (thumbnail, medium, …).
+ * @param array|null $settings The settings (read when null).
+ * @return bool Whether the files WordPress makes for that size are compressed.
+ */
+function compresso_size_enabled( $size, $settings = null ) {
+	$settings = null === $settings ? compresso_get_settings() : $settings;
+	$sizes    = isset( $settings['sizes'] ) && is_array( $settings['sizes'] ) ? $settings['sizes'] : array();
+	return ! isset( $sizes[ $size ] ) || (bool) $sizes[ $size ];
+}
+
+/**
+ * @param array|null $settings The settings (read when null).
+ * @return string[] The registered image sizes that are compressed.
+ */
+function compresso_enabled_sizes( $settings = null ) {
+	$settings = null === $settings ? compresso_get_settings() : $settings;
+	$enabled  = array();
+	foreach ( array_keys( wp_get_registered_image_subsizes() ) as $size ) {
+		if ( compresso_size_enabled( $size, $settings ) ) {
+			$enabled[] = $size;
+		}
+	}
+	return $enabled;
 }
 
 /**
@@ -159,8 +191,35 @@ function compresso_validate_settings( array $input ) {
 		}
 	}
 
-	foreach ( array( 'webp', 'avif', 'png_to_jpeg', 'lazy_load', 'backups' ) as $flag ) {
+	foreach ( array( 'webp', 'avif', 'png_to_jpeg', 'lazy_load', 'backups', 'delete_backups_on_uninstall' ) as $flag ) {
 		$settings[ $flag ] = ! empty( $input[ $flag ] );
+	}
+
+	// The size checkboxes: read only when the form drew them (sizes_field), so a form without them
+	// leaves the choice as it was; an unticked box is a size turned off.
+	if ( ! empty( $input['sizes_field'] ) || isset( $input['sizes'] ) ) {
+		$chosen     = isset( $input['sizes'] ) ? $input['sizes'] : array();
+		$registered = array_keys( wp_get_registered_image_subsizes() );
+		if ( ! is_array( $chosen ) ) {
+			/* translators: %s: what was received */
+			$errors['sizes'] = sprintf( __( 'Image sizes to compress: expected a list of image sizes to tick, received "%s".', 'compresso' ), is_scalar( $chosen ) ? (string) $chosen : gettype( $chosen ) );
+		} else {
+			$unknown = array_diff( array_map( 'strval', array_keys( $chosen ) ), $registered );
+			if ( $unknown ) {
+				$errors['sizes'] = sprintf(
+					/* translators: 1: the unknown names, 2: the registered sizes */
+					__( 'Image sizes to compress: expected sizes this site registers (%2$s), received "%1$s".', 'compresso' ),
+					implode( '", "', $unknown ),
+					implode( ', ', $registered )
+				);
+			} else {
+				$sizes = array();
+				foreach ( $registered as $size ) {
+					$sizes[ $size ] = ! empty( $chosen[ $size ] );
+				}
+				$settings['sizes'] = $sizes;
+			}
+		}
 	}
 
 	$errors = array_merge( $errors, compresso_validate_delivery_settings( $input, $settings ) );
@@ -341,12 +400,20 @@ function compresso_render_settings_page() {
 						?>
 					</fieldset></td>
 				</tr>
+				<?php compresso_render_sizes_rows( $settings ); ?>
 				<tr>
 					<th scope="row"><label for="compresso-png-to-jpeg-min-saving"><?php esc_html_e( 'PNG-to-JPEG saving', 'compresso' ); ?></label></th>
 					<td><input type="number" min="0" max="95" class="small-text" id="compresso-png-to-jpeg-min-saving" name="compresso[png_to_jpeg_min_saving]" value="<?php echo esc_attr( (string) $settings['png_to_jpeg_min_saving'] ); ?>" /> %
 						<p class="description"><?php esc_html_e( 'With PNG-to-JPEG on: a PNG without transparency becomes a JPEG only when the JPEG is at least this much smaller than the uploaded PNG (backups must be on, so that restoring the original can bring the PNG back).', 'compresso' ); ?></p></td>
 				</tr>
 				<?php compresso_render_delivery_rows( $settings ); ?>
+				<tr>
+					<th scope="row"><?php esc_html_e( 'On uninstall', 'compresso' ); ?></th>
+					<td>
+						<label for="compresso-delete-backups-on-uninstall"><input type="checkbox" id="compresso-delete-backups-on-uninstall" name="compresso[delete_backups_on_uninstall]" value="1" <?php checked( ! empty( $settings['delete_backups_on_uninstall'] ) ); ?> /> <?php esc_html_e( 'Delete the kept originals when the plugin is deleted', 'compresso' ); ?></label>
+						<p class="description compresso-warning"><?php esc_html_e( 'Warning: the kept originals are the only copies of your images as they were before compression. With this ticked, deleting the plugin deletes them for good and no image can be restored afterwards. Leave it unticked unless you are sure.', 'compresso' ); ?></p>
+					</td>
+				</tr>
 			</table>
 			<?php submit_button( __( 'Save and check the connection', 'compresso' ) ); ?>
 		</form>
@@ -373,4 +440,97 @@ function compresso_setup_notice() {
 		esc_url( admin_url( 'options-general.php?page=' . COMPRESSO_SETTINGS_PAGE ) ),
 		esc_html__( 'Go to the settings', 'compresso' )
 	);
+}
+
+/**
+ * The settings screen's rows for the generated sizes to compress (one checkbox per registered size)
+ * and what that costs: requests per upload and the days the library's remaining work takes at the
+ * plan's daily quota (the figures of Compresso_Bulk::stats(), the bulk screen's /stats).
+ *
+ * @param array $settings The settings.
+ */
+function compresso_render_sizes_rows( array $settings ) {
+	$subsizes = wp_get_registered_image_subsizes();
+	?>
+	<tr>
+		<th scope="row"><?php esc_html_e( 'Image sizes to compress', 'compresso' ); ?></th>
+		<td><fieldset>
+			<input type="hidden" name="compresso[sizes_field]" value="1" />
+			<p class="description"><?php esc_html_e( 'WordPress makes several smaller copies of every image you upload. Each ticked size costs requests; an unticked size is left as WordPress made it. The original image is always compressed.', 'compresso' ); ?></p>
+			<?php
+			foreach ( $subsizes as $size => $data ) {
+				printf(
+					'<label for="compresso-size-%1$s"><input type="checkbox" id="compresso-size-%1$s" name="compresso[sizes][%2$s]" value="1" %3$s /> %4$s</label><br />',
+					esc_attr( sanitize_html_class( $size ) ),
+					esc_attr( $size ),
+					checked( compresso_size_enabled( $size, $settings ), true, false ),
+					esc_html(
+						sprintf(
+							/* translators: 1: size name, 2: width, 3: height */
+							__( '%1$s (up to %2$d × %3$d px)', 'compresso' ),
+							$size,
+							(int) $data['width'],
+							(int) $data['height']
+						)
+					)
+				);
+			}
+			?>
+		</fieldset></td>
+	</tr>
+	<tr>
+		<th scope="row"><?php esc_html_e( 'What it costs', 'compresso' ); ?></th>
+		<td class="compresso-cost"><?php compresso_render_cost( Compresso_Bulk::stats() ); ?></td>
+	</tr>
+	<?php
+}
+
+/**
+ * @param array $stats What Compresso_Bulk::stats() returns.
+ */
+function compresso_render_cost( array $stats ) {
+	$formats = $stats['formats'] ? implode( ' + ', array_map( 'strtoupper', $stats['formats'] ) ) : __( 'none', 'compresso' );
+	echo '<p class="compresso-cost-upload">' . esc_html(
+		sprintf(
+			/* translators: 1: requests, 2: number of sizes, 3: formats */
+			__( 'One upload costs up to %1$d requests with the saved settings: the original and %2$d sizes, each compressed once and once more per extra format (%3$s).', 'compresso' ),
+			(int) $stats['requests_per_upload'],
+			count( $stats['sizes'] ),
+			$formats
+		)
+	) . '</p>';
+	$requests = (int) $stats['requests_for_library'];
+	$quota    = $stats['quota'];
+	if ( 0 === $requests ) {
+		$text = __( 'Your media library has nothing left to compress.', 'compresso' );
+	} elseif ( null === $stats['extra_days_for_library'] ) {
+		$text = sprintf(
+			/* translators: 1: requests, 2: images */
+			__( 'Compressing the rest of your media library takes %1$d requests (%2$d images). Connect to a server to see how long that takes at your plan\'s daily quota.', 'compresso' ),
+			$requests,
+			(int) $stats['pending']
+		);
+	} elseif ( 0 === (int) $stats['extra_days_for_library'] ) {
+		$text = sprintf(
+			/* translators: 1: requests, 2: images */
+			__( 'Compressing the rest of your media library takes %1$d requests (%2$d images): that fits in what is left of today\'s quota.', 'compresso' ),
+			$requests,
+			(int) $stats['pending']
+		);
+	} else {
+		$text = sprintf(
+			/* translators: 1: requests, 2: images, 3: days, 4: daily quota */
+			_n(
+				'Compressing the rest of your media library takes %1$d requests (%2$d images): today and %3$d more day at your plan\'s %4$d requests a day.',
+				'Compressing the rest of your media library takes %1$d requests (%2$d images): today and %3$d more days at your plan\'s %4$d requests a day.',
+				(int) $stats['extra_days_for_library'],
+				'compresso'
+			),
+			$requests,
+			(int) $stats['pending'],
+			(int) $stats['extra_days_for_library'],
+			(int) $quota['limit']
+		);
+	}
+	echo '<p class="compresso-cost-library">' . esc_html( $text ) . '</p>';
 }
