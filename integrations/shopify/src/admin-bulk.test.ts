@@ -108,6 +108,12 @@ describe('bulk optimize through the admin API', () => {
     expect(estimate.json).toMatchObject({ sampled: 12, total_images: 12 });
     expect(estimate.json.estimated_percent).toBeGreaterThan(10);
     expect(estimate.json.estimated_bytes_saved).toBeGreaterThan(0);
+    // An image of the sample the CDN answers with an error page: left out and counted, not a 500.
+    h.fake.cdnFaults.set(mediaIds[0]!, 'not-image');
+    const partial = await api('/api/admin/bulk/estimate', {});
+    h.fake.cdnFaults.delete(mediaIds[0]!);
+    expect(partial.status).toBe(200);
+    expect(partial.json).toMatchObject({ sampled: 11, unreadable: 1, total_images: 12 });
     expect(mediaIds.every((id) => h.fake.file(id)!.version === 1)).toBe(true);
     const usedBefore = (await usage.usage()).used;
 

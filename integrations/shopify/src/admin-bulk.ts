@@ -1,5 +1,12 @@
-import { Compresso } from '@compresso/client';
-import { assetLedger, type Clock, costPacer, runStore, systemClock } from '@compresso/integration-kit';
+import { BadRequestError, Compresso, TooLargeError, UnsupportedImageError } from '@compresso/client';
+import {
+  assetLedger,
+  type Clock,
+  costPacer,
+  isPlatformError,
+  runStore,
+  systemClock,
+} from '@compresso/integration-kit';
 import type { Database, JobQueue } from '@compresso/runtime';
 import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import express, { type Request, type Response } from 'express';
@@ -20,7 +27,8 @@ import { siteSettings } from './worker.ts';
  *   `cancel` → `{run}`; a transition the run is not in is 409 `RUN_STATE`, no run 404 `NO_RUN`;
  * - `POST /api/admin/bulk/retry` `{asset_ids?}` → 202 `{job_id, assets}`: failed images again;
  * - `POST /api/admin/bulk/estimate` → `{sampled, total_images, estimated_bytes_saved,
- *   estimated_percent}`: a sample of the catalog's images through `/api/v1/info` (nothing written).
+ *   estimated_percent, unreadable}`: a sample of the catalog's images through `/api/v1/info` (nothing
+ *   written); a sampled image that cannot be read is left out and counted in `unreadable`.
  */
 export interface AdminBulkDeps {
   db: Database;
@@ -167,9 +175,25 @@ export function adminBulkRouter(deps: AdminBulkDeps): express.Router {
     let before = 0;
     let saved = 0;
     let sampled = 0;
+    // An image of the sample that cannot be read (the CDN answers an error page, or bytes that are not
+    // an image the API takes) is left out of the estimate and counted, not a failure of the estimate:
+    // a bulk run would fail that one image with its reason and go on.
+    let unreadable = 0;
     for (const asset of page.assets) {
-      const { bytes } = await port.fetchAsset(shop, asset.id);
-      const info = await client.info(bytes, { ...options, filename: asset.filename });
+      let info: Awaited<ReturnType<typeof client.info>>;
+      try {
+        const { bytes } = await port.fetchAsset(shop, asset.id);
+        info = await client.info(bytes, { ...options, filename: asset.filename });
+      } catch (err) {
+        const imageProblem =
+          (isPlatformError(err) && !err.retryable) ||
+          err instanceof UnsupportedImageError ||
+          err instanceof TooLargeError ||
+          err instanceof BadRequestError;
+        if (!imageProblem) throw err;
+        unreadable++;
+        continue;
+      }
       sampled++;
       before += info.input_size;
       if (worthIt(info.input_size, info.output_size)) saved += info.input_size - info.output_size;
@@ -189,6 +213,7 @@ export function adminBulkRouter(deps: AdminBulkDeps): express.Router {
     const percent = before > 0 ? Math.round((saved / before) * 1000) / 10 : 0;
     res.json({
       sampled,
+      unreadable,
       total_images: total,
       estimated_bytes_saved: sampled > 0 ? Math.round((saved / sampled) * total) : 0,
       estimated_percent: percent,

@@ -718,7 +718,10 @@ function estimateCard() {
                 h(
                   'p',
                   { 'data-metric': 'estimate' },
-                  `About ${bytes(e.estimated_bytes_saved)} (${e.estimated_percent} %) could be saved on ${count(e.total_images)} images, judged from ${count(e.sampled)} of them.`,
+                  `About ${bytes(e.estimated_bytes_saved)} (${e.estimated_percent} %) could be saved on ${count(e.total_images)} images, judged from ${count(e.sampled)} of them.` +
+                    (e.unreadable
+                      ? ` ${count(e.unreadable)} sampled ${e.unreadable === 1 ? 'image' : 'images'} could not be read (Shopify did not send an image); a run will list ${e.unreadable === 1 ? 'it' : 'them'} under failures with the reason.`
+                      : ''),
                 ),
               );
             }),
