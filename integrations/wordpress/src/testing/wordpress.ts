@@ -158,6 +158,19 @@ export async function startWordPress(
     return { value, output };
   }
 
+  // One request from PHP to the site, waited for: the first loopback request of a freshly booted
+  // Playground is slow to connect, and a non-blocking one (10 ms to connect, as core's spawn_cron()
+  // and the plugin's runner give it) made before this was lost in each of four trials, leaving the upload it
+  // was for to the next WP-Cron run a minute later. A PHP-FPM site's loopback connects in well under
+  // 10 ms; this warms Playground's outbound networking so later ones arrive as they do there.
+  const warm = await php<number>(
+    `$r = wp_remote_get( home_url( '/' ), array( 'timeout' => 60 ) ); compresso_test_out( (int) wp_remote_retrieve_response_code( $r ) );`,
+  );
+  if (warm.value !== 200) {
+    await server[Symbol.asyncDispose]();
+    rmSync(root, { recursive: true, force: true });
+    throw new Error(`the site did not answer its own first request: ${warm.value}`);
+  }
   return {
     url,
     root,
