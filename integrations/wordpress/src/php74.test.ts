@@ -12,7 +12,7 @@ import { proAccount, startTestServer, type TestServer } from '@compresso/server/
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fieldValue, sessionFor, type WpSession } from './testing/browser.ts';
-import { PLUGIN_FILE, startWordPress, type WordPress } from './testing/wordpress.ts';
+import { PLUGIN_FILE, sideloadPhp, startWordPress, type WordPress } from './testing/wordpress.ts';
 
 const CORPUS = join(import.meta.dirname, '../../../../shared/corpus');
 const PHOTO = 'photo-mate-Dune.jpg';
@@ -46,13 +46,7 @@ interface Uploaded {
 
 async function upload(source: string, name: string): Promise<Uploaded> {
   return php<Uploaded>(
-    `require_once ABSPATH . 'wp-admin/includes/image.php';
-    require_once ABSPATH . 'wp-admin/includes/file.php';
-    require_once ABSPATH . 'wp-admin/includes/media.php';
-    $tmp = wp_tempnam( '${name}' );
-    copy( '${source}', $tmp );
-    $id = media_handle_sideload( array( 'name' => '${name}', 'tmp_name' => $tmp ), 0 );
-    if ( is_wp_error( $id ) ) { throw new Exception( $id->get_error_message() ); }
+    `${sideloadPhp(source, name)}
     compresso_test_out( array( 'id' => $id, 'files' => Compresso_Optimizer::files( $id ) ) );`,
     { asAdmin: true },
   );

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PLUGIN_FILE, startWordPress, type WordPress } from './testing/wordpress.ts';
+import { PLUGIN_FILE, sideloadPhp, startWordPress, type WordPress } from './testing/wordpress.ts';
 
 const CORPUS = join(import.meta.dirname, '../../../../shared/corpus');
 const PHOTO = 'photo-mate-Dune.jpg';
@@ -38,13 +38,7 @@ function configure(serverUrl: string): string {
 
 async function upload(name: string): Promise<Upload> {
   const { value } = await wp.php<Upload>(
-    `require_once ABSPATH . 'wp-admin/includes/image.php';
-    require_once ABSPATH . 'wp-admin/includes/file.php';
-    require_once ABSPATH . 'wp-admin/includes/media.php';
-    $tmp = wp_tempnam( '${name}' );
-    copy( '/corpus/${PHOTO}', $tmp );
-    $id = media_handle_sideload( array( 'name' => '${name}', 'tmp_name' => $tmp ), 0 );
-    if ( is_wp_error( $id ) ) { compresso_test_out( array( 'error' => $id->get_error_message() ) ); return; }
+    `${sideloadPhp(`/corpus/${PHOTO}`, name)}
     $state = Compresso_Optimizer::state( $id );
     compresso_test_out( array(
       'id' => $id,

@@ -65,6 +65,22 @@ export interface WordPress {
 
 const OUT_MARK = '@@compresso-test-out@@';
 
+/**
+ * PHP that adds a file to the media library as an upload does (media_handle_sideload(): the attachment,
+ * its generated sizes, the wp_generate_attachment_metadata filter the plugin queues on) and leaves its
+ * ID in `$id`; the script fails with WordPress's message when it is refused. `source` is a path inside
+ * the site (a mount), `name` the file name the upload gets.
+ */
+export function sideloadPhp(source: string, name: string): string {
+  return `require_once ABSPATH . 'wp-admin/includes/image.php';
+    require_once ABSPATH . 'wp-admin/includes/file.php';
+    require_once ABSPATH . 'wp-admin/includes/media.php';
+    $tmp = wp_tempnam( '${name}' );
+    copy( '${source}', $tmp );
+    $id = media_handle_sideload( array( 'name' => '${name}', 'tmp_name' => $tmp ), 0 );
+    if ( is_wp_error( $id ) ) { throw new Exception( 'upload of ${name}: ' . $id->get_error_message() ); }`;
+}
+
 function unzipTo(zipPath: string, target: string): void {
   const files = unzipSync(new Uint8Array(readFileSync(zipPath)));
   for (const [name, data] of Object.entries(files)) {
