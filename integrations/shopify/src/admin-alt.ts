@@ -16,6 +16,7 @@ import type { Database, JobContext, JobHandlers, JobQueue, Logger } from '@compr
 import type { SessionStorage } from '@shopify/shopify-app-session-storage';
 import express, { type Request, type Response } from 'express';
 import { z } from 'zod';
+import { badRequest, problems } from './admin-problems.ts';
 import type { ShopStore } from './shop-store.ts';
 import type { Session } from './shopify-lib.ts';
 import { type ShopifyApiHandle, shopifyPlatform } from './shopify-platform.ts';
@@ -29,25 +30,6 @@ export const ALT_JOBS = {
 export interface AltTextJob {
   shop: string;
   batchId: string;
-}
-
-/** Each problem of a body: the field, what it expects, what it received (as the rest of /api/admin). */
-function problems(error: z.ZodError, body: unknown) {
-  return error.issues.map((issue) => ({
-    field: issue.path.join('.') || '(body)',
-    expected: issue.message,
-    received:
-      JSON.stringify(
-        issue.path.reduce<unknown>(
-          (v, k) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k] : undefined),
-          body,
-        ),
-      ) ?? 'nothing',
-  }));
-}
-
-function badRequest(res: Response, message: string, details: unknown) {
-  res.status(400).json({ error: { code: 'INVALID_REQUEST', message, details } });
 }
 
 /** Attempts an alt text job gets (Shopify or the API unavailable): the work goes on where it was. */

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { adminAltRouter } from './admin-alt.ts';
 import { adminBulkRouter } from './admin-bulk.ts';
 import { dashboardRouter } from './admin-dashboard.ts';
+import { badRequest, problems } from './admin-problems.ts';
 import { ShopSettingsSchema, type ShopStore } from './shop-store.ts';
 import type { Session } from './shopify-lib.ts';
 import type { ShopifyApiHandle } from './shopify-platform.ts';
@@ -33,24 +34,6 @@ const RestoreRequestSchema = z.union([
     .strict(),
   z.object({ all: z.literal(true) }).strict(),
 ]);
-
-function problems(error: z.ZodError, body: unknown) {
-  return error.issues.map((issue) => ({
-    field: issue.path.join('.') || '(body)',
-    expected: issue.message,
-    received:
-      JSON.stringify(
-        issue.path.reduce<unknown>(
-          (v, k) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k] : undefined),
-          body,
-        ),
-      ) ?? 'nothing',
-  }));
-}
-
-function badRequest(res: Response, message: string, details: unknown) {
-  res.status(400).json({ error: { code: 'INVALID_REQUEST', message, details } });
-}
 
 /**
  * The embedded admin's JSON API, behind App Bridge session tokens (`validateAuthenticatedSession`:
