@@ -17,7 +17,7 @@ import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { proAccount, startTestServer } from '@compresso/server/testing';
-import { PLUGIN_FILE, startWordPress, type WordPress } from '../src/testing/wordpress.ts';
+import { PLUGIN_FILE, sideloadPhp, startWordPress, type WordPress } from '../src/testing/wordpress.ts';
 
 const CORPUS = join(import.meta.dirname, '../../../../shared/corpus');
 /** Ordinary JPEG photos of 1–1.3 MB (1680×1050 and 1920×1200). PNG-to-JPEG is off by default, so no PNG. */
@@ -56,13 +56,7 @@ const load = () =>
 async function upload(wp: WordPress, photo: string, name: string): Promise<Upload> {
   const started = performance.now();
   const { value } = await wp.php<{ id?: number; error?: string; files?: number }>(
-    `require_once ABSPATH . 'wp-admin/includes/image.php';
-    require_once ABSPATH . 'wp-admin/includes/file.php';
-    require_once ABSPATH . 'wp-admin/includes/media.php';
-    $tmp = wp_tempnam( '${name}' );
-    copy( '/corpus/${photo}', $tmp );
-    $id = media_handle_sideload( array( 'name' => '${name}', 'tmp_name' => $tmp ), 0 );
-    if ( is_wp_error( $id ) ) { compresso_test_out( array( 'error' => $id->get_error_message() ) ); return; }
+    `${sideloadPhp(`/corpus/${photo}`, name)}
     $meta = wp_get_attachment_metadata( $id );
     compresso_test_out( array( 'id' => $id, 'files' => 1 + count( $meta['sizes'] ) + ( empty( $meta['original_image'] ) ? 0 : 1 ) ) );`,
     { asAdmin: true },

@@ -28,6 +28,10 @@ require_once __DIR__ . '/includes/class-compresso-rewrite.php';
 Compresso_Rewrite::remove();
 delete_option( 'compresso_bulk' );
 delete_option( 'compresso_bulk_lock' );
+delete_option( 'compresso_runner_lock' );
+// Per-attachment marks left by a request that died mid-image.
+global $wpdb;
+$wpdb->query( $wpdb->prepare( "DELETE FROM {$wpdb->options} WHERE option_name LIKE %s", $wpdb->esc_like( 'compresso_optimizing_' ) . '%' ) ); // phpcs:ignore WordPress.DB.DirectDatabaseQuery
 delete_option( 'compresso_bulk_retry' );
 delete_option( 'compresso_quota' );
 wp_unschedule_hook( 'compresso_bulk_tick' );

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fieldValue, sessionFor, type WpSession } from './testing/browser.ts';
-import { PLUGIN_FILE, startWordPress, type WordPress } from './testing/wordpress.ts';
+import { PLUGIN_FILE, sideloadPhp, startWordPress, type WordPress } from './testing/wordpress.ts';
 
 const CORPUS = join(import.meta.dirname, '../../../../shared/corpus');
 const SETTINGS = 'wp-admin/options-general.php?page=compresso';
@@ -206,12 +206,7 @@ beforeAll(async () => {
   // Uploaded before the plugin is connected (so nothing is queued), then optimized here, for real,
   // by the Compresso server: the original and its sizes compressed, WebP and AVIF copies beside them.
   const uploaded = await wp.php<{ id: number; url: string; path: string; files: Record<string, string> }>(
-    `require_once ABSPATH . 'wp-admin/includes/image.php';
-    require_once ABSPATH . 'wp-admin/includes/file.php';
-    require_once ABSPATH . 'wp-admin/includes/media.php';
-    $tmp = wp_tempnam( 'rocket.jpg' );
-    copy( '/corpus/photo-skimage-rocket.jpg', $tmp );
-    $id = media_handle_sideload( array( 'name' => 'rocket.jpg', 'tmp_name' => $tmp ), 0 );
+    `${sideloadPhp('/corpus/photo-skimage-rocket.jpg', 'rocket.jpg')}
     update_option( 'compresso_settings', array_merge( compresso_get_settings(), array(
       'server_url' => '${api.url}', 'api_key' => compresso_encrypt_secret( '${key}' ),
       'webp' => true, 'avif' => true, 'quality' => 'auto',

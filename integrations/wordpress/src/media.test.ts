@@ -2,9 +2,10 @@
 // siblings in <picture>, and the media library's column and actions — in one real WordPress (one boot:
 // boots are slow) against a real Compresso server.
 //
-// The background path (upload → WP-Cron loopback → job) is covered by upload.test.ts; here a must-use
-// plugin points the cron loopback at a closed port, so each test runs the job itself when it wants to
-// and nothing runs concurrently with its assertions.
+// The background path (upload → the plugin's runner → job) is covered by upload.test.ts; here a
+// must-use plugin turns the runner off (compresso_use_runner) and points the cron loopback at a closed
+// port, so each test runs the job itself when it wants to and nothing runs concurrently with its
+// assertions.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -90,13 +91,14 @@ beforeAll(async () => {
   key = (await proAccount(api.db, 'media@example.com')).key;
   wp = await startWordPress({ mounts: [{ hostPath: CORPUS, vfsPath: '/corpus' }] });
   process.stdout.write(`boot: ${wp.bootMs} ms\n`);
-  // Test fixtures as a must-use plugin: the cron loopback goes nowhere; a dynamic block that prints
+  // Test fixtures as a must-use plugin: no runner and the cron loopback goes nowhere; a dynamic block that prints
   // its own <img> (no width/height); a late the_content filter that appends an attachment image.
   const mu = wp.hostPath('/wordpress/wp-content/mu-plugins/compresso-test-fixtures.php');
   mkdirSync(dirname(mu), { recursive: true });
   writeFileSync(
     mu,
     `<?php
+    add_filter( 'compresso_use_runner', '__return_false' );
     add_filter( 'cron_request', function ( $request ) { $request['url'] = 'http://127.0.0.1:9/wp-cron.php'; return $request; } );
     add_action( 'init', function () {
       register_block_type( 'compresso-test/raw', array(

@@ -331,28 +331,19 @@ class Compresso_Bulk {
 	}
 
 	private static function locked() {
-		wp_cache_delete( self::LOCK_OPTION, 'options' );
-		$lock = (int) get_option( self::LOCK_OPTION, 0 );
-		return $lock && $lock > time() - self::LOCK_TIMEOUT;
+		$held = compresso_lock_held_since( self::LOCK_OPTION );
+		return $held && $held > time() - self::LOCK_TIMEOUT;
 	}
 
 	/**
-	 * One lock at a time: add_option() inserts or fails (a unique key), so two ticks never both hold it.
+	 * One tick at a time (compresso_lock()); a stale lock (its tick died) is taken over.
 	 */
 	private static function lock() {
-		if ( add_option( self::LOCK_OPTION, time(), '', false ) ) {
-			return true;
-		}
-		if ( self::locked() ) {
-			return false;
-		}
-		// A stale lock (its tick died): take it over.
-		delete_option( self::LOCK_OPTION );
-		return add_option( self::LOCK_OPTION, time(), '', false );
+		return compresso_lock( self::LOCK_OPTION, self::LOCK_TIMEOUT );
 	}
 
 	private static function unlock() {
-		delete_option( self::LOCK_OPTION );
+		compresso_unlock( self::LOCK_OPTION );
 	}
 
 	/**
@@ -490,8 +481,8 @@ class Compresso_Bulk {
 	}
 
 	/**
-	 * At the end of a request that asked for a tick: start WP-Cron through a non-blocking loopback
-	 * request (spawn_cron()). Inside a cron request spawn_cron() does nothing (and core's lock is held
+	 * At the end of a request that asked for a tick: start the plugin's runner (Compresso_Runner), or,
+	 * with the runner turned off, WP-Cron through a non-blocking loopback request (spawn_cron()). Inside a cron request spawn_cron() does nothing (and core's lock is held
 	 * until the request ends), so a tick chains the next one by making the same request itself, after
 	 * wp-cron.php has released its lock.
 	 */
@@ -500,6 +491,10 @@ class Compresso_Bulk {
 			return;
 		}
 		self::$kick = false;
+		if ( Compresso_Runner::enabled() ) {
+			Compresso_Runner::start();
+			return;
+		}
 		if ( ! wp_doing_cron() ) {
 			spawn_cron();
 			return;

@@ -23,6 +23,10 @@ class Compresso_Optimizer {
 	const META       = '_compresso';
 	const CRON_HOOK  = 'compresso_optimize_attachment';
 	const MIME_TYPES = array( 'image/jpeg', 'image/png', 'image/webp', 'image/gif' );
+	/** The option that marks an attachment being optimized (its id appended). */
+	const LOCK_PREFIX = 'compresso_optimizing_';
+	/** Seconds after which such a mark is taken to be left by a request that died. */
+	const LOCK_TIMEOUT = 300;
 
 	/** @var bool Whether this request queued work (then the cron is kicked at shutdown). */
 	private static $queued = false;
@@ -87,11 +91,18 @@ class Compresso_Optimizer {
 	}
 
 	/**
-	 * At the end of a request that queued work: the loopback request that runs WP-Cron now rather than
-	 * on the next visit (non-blocking, as core's own spawn_cron()).
+	 * At the end of a request that queued work: the loopback request that runs the plugin's runner (or,
+	 * with the runner turned off, WP-Cron) now rather than on the next visit (non-blocking, as core's
+	 * own spawn_cron()).
 	 */
 	public static function kick() {
-		if ( self::$queued && ! wp_doing_cron() ) {
+		if ( ! self::$queued || wp_doing_cron() ) {
+			return;
+		}
+		self::$queued = false;
+		if ( Compresso_Runner::enabled() ) {
+			Compresso_Runner::start();
+		} else {
 			spawn_cron();
 		}
 	}
@@ -153,10 +164,33 @@ class Compresso_Optimizer {
 	 * siblings the settings ask for, backs up originals first. Stops at the first error the server
 	 * gives (kept in the record); on QUOTA_EXCEEDED it queues itself again for after the reset.
 	 *
+	 * One request at a time per attachment (the runner, WP-Cron, a bulk tick and the media library's
+	 * button may meet on the same one): a second caller waits for the first to finish, then finds its
+	 * files' hashes recorded and sends nothing.
+	 *
 	 * @return array The attachment's record afterwards.
 	 */
 	public static function optimize( $attachment_id ) {
 		$attachment_id = (int) $attachment_id;
+		$lock          = self::LOCK_PREFIX . $attachment_id;
+		$waited        = 0;
+		while ( ! compresso_lock( $lock, self::LOCK_TIMEOUT ) ) {
+			if ( $waited >= self::LOCK_TIMEOUT * 4 ) {
+				return self::state( $attachment_id );
+			}
+			usleep( 250000 );
+			++$waited;
+		}
+		try {
+			return self::optimize_locked( $attachment_id );
+		} finally {
+			compresso_unlock( $lock );
+		}
+	}
+
+	private static function optimize_locked( $attachment_id ) {
+		// What a request that held the lock before this one recorded.
+		wp_cache_delete( $attachment_id, 'post_meta' );
 		$settings      = compresso_get_settings();
 		$client        = compresso_api_client();
 		$state         = self::state( $attachment_id );

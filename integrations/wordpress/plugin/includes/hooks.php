@@ -13,12 +13,16 @@ add_action( 'admin_menu', 'compresso_add_settings_page' );
 add_action( 'admin_post_compresso_save_settings', 'compresso_handle_save_settings' );
 add_action( 'admin_notices', 'compresso_setup_notice' );
 
-// Uploads queue work and return; WP-Cron (kicked by a loopback request at shutdown) compresses.
+// Uploads queue work (a WP-Cron event) and return; the plugin's runner (a signed loopback request to
+// admin-ajax.php started at shutdown) runs it at once, WP-Cron runs it when loopbacks are blocked.
 // wp_generate_attachment_metadata, not wp_update_attachment_metadata: core calls the latter after every
 // sub-size it makes, the former once, with 'create' or 'update'.
 add_filter( 'wp_generate_attachment_metadata', array( 'Compresso_Optimizer', 'on_generate_metadata' ), 20, 3 );
 add_action( Compresso_Optimizer::CRON_HOOK, array( 'Compresso_Optimizer', 'optimize' ) );
 add_action( 'shutdown', array( 'Compresso_Optimizer', 'kick' ) );
+add_action( 'wp_ajax_' . Compresso_Runner::ACTION, array( 'Compresso_Runner', 'handle' ) );
+add_action( 'wp_ajax_nopriv_' . Compresso_Runner::ACTION, array( 'Compresso_Runner', 'handle' ) );
+add_action( 'shutdown', array( 'Compresso_Runner', 'maybe_start' ) );
 
 // Delivery: <picture> around images that have WebP/AVIF siblings, in content and through the
 // attachment functions (a filter per context, compresso_picture_enabled, turns it off for builders).

@@ -22,6 +22,7 @@ require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-self-test.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/settings.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/settings-delivery.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-bulk.php';
+require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-runner.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/rest-api.php';
 require_once COMPRESSO_PLUGIN_DIR . 'includes/bulk-page.php';
 if ( defined( 'WP_CLI' ) && WP_CLI ) {
@@ -53,6 +54,66 @@ function compresso_activate() {
 		add_option( COMPRESSO_OPTION, compresso_default_settings(), '', false );
 	}
 	update_option( 'compresso_show_setup_notice', 1, false );
+}
+
+/**
+ * Takes a named lock (a row in the options table) for this request, or says it is held. The insert is
+ * INSERT IGNORE, which the database decides alone: add_option() is no lock (it upserts, so two requests
+ * can both "add"). A lock older than $timeout seconds was left by a request that died; one request
+ * takes it over (the update names the old value, so only one can match).
+ *
+ * @param string $name    The lock's option name.
+ * @param int    $timeout Seconds after which the lock is taken to be stale.
+ * @return bool Whether this request holds it now.
+ */
+function compresso_lock( $name, $timeout ) {
+	global $wpdb;
+	$now = time();
+	// phpcs:ignore WordPress.DB.DirectDatabaseQuery -- a lock must bypass the options cache.
+	$inserted = $wpdb->query( $wpdb->prepare( "INSERT IGNORE INTO {$wpdb->options} (option_name, option_value, autoload) VALUES (%s, %s, 'no')", $name, (string) $now ) );
+	compresso_forget_option( $name );
+	if ( 1 === (int) $inserted ) {
+		return true;
+	}
+	$held = compresso_lock_held_since( $name );
+	if ( $held && $held > $now - $timeout ) {
+		return false;
+	}
+	// phpcs:ignore WordPress.DB.DirectDatabaseQuery
+	$taken = $wpdb->query( $wpdb->prepare( "UPDATE {$wpdb->options} SET option_value = %s WHERE option_name = %s AND option_value = %s", (string) $now, $name, (string) $held ) );
+	return 1 === (int) $taken;
+}
+
+/**
+ * @param string $name The lock's option name.
+ * @return int Unix time the lock was taken, 0 when nobody holds it.
+ */
+function compresso_lock_held_since( $name ) {
+	global $wpdb;
+	// phpcs:ignore WordPress.DB.DirectDatabaseQuery
+	return (int) $wpdb->get_var( $wpdb->prepare( "SELECT option_value FROM {$wpdb->options} WHERE option_name = %s", $name ) );
+}
+
+/**
+ * @param string $name The lock's option name.
+ */
+function compresso_unlock( $name ) {
+	global $wpdb;
+	// phpcs:ignore WordPress.DB.DirectDatabaseQuery
+	$wpdb->delete( $wpdb->options, array( 'option_name' => $name ) );
+	compresso_forget_option( $name );
+}
+
+/**
+ * Drops what this request's object cache remembers of an option written around the options API.
+ */
+function compresso_forget_option( $name ) {
+	wp_cache_delete( $name, 'options' );
+	$notoptions = wp_cache_get( 'notoptions', 'options' );
+	if ( is_array( $notoptions ) && isset( $notoptions[ $name ] ) ) {
+		unset( $notoptions[ $name ] );
+		wp_cache_set( 'notoptions', $notoptions, 'options' );
+	}
 }
 
 /**

@@ -65,6 +65,22 @@ export interface WordPress {
 
 const OUT_MARK = '@@compresso-test-out@@';
 
+/**
+ * PHP that adds a file to the media library as an upload does (media_handle_sideload(): the attachment,
+ * its generated sizes, the wp_generate_attachment_metadata filter the plugin queues on) and leaves its
+ * ID in `$id`; the script fails with WordPress's message when it is refused. `source` is a path inside
+ * the site (a mount), `name` the file name the upload gets.
+ */
+export function sideloadPhp(source: string, name: string): string {
+  return `require_once ABSPATH . 'wp-admin/includes/image.php';
+    require_once ABSPATH . 'wp-admin/includes/file.php';
+    require_once ABSPATH . 'wp-admin/includes/media.php';
+    $tmp = wp_tempnam( '${name}' );
+    copy( '${source}', $tmp );
+    $id = media_handle_sideload( array( 'name' => '${name}', 'tmp_name' => $tmp ), 0 );
+    if ( is_wp_error( $id ) ) { throw new Exception( 'upload of ${name}: ' . $id->get_error_message() ); }`;
+}
+
 function unzipTo(zipPath: string, target: string): void {
   const files = unzipSync(new Uint8Array(readFileSync(zipPath)));
   for (const [name, data] of Object.entries(files)) {
@@ -158,6 +174,19 @@ export async function startWordPress(
     return { value, output };
   }
 
+  // One request from PHP to the site, waited for: the first loopback request of a freshly booted
+  // Playground is slow to connect, and a non-blocking one (10 ms to connect, as core's spawn_cron()
+  // and the plugin's runner give it) made before this was lost in each of four trials, leaving the upload it
+  // was for to the next WP-Cron run a minute later. A PHP-FPM site's loopback connects in well under
+  // 10 ms; this warms Playground's outbound networking so later ones arrive as they do there.
+  const warm = await php<number>(
+    `$r = wp_remote_get( home_url( '/' ), array( 'timeout' => 60 ) ); compresso_test_out( (int) wp_remote_retrieve_response_code( $r ) );`,
+  );
+  if (warm.value !== 200) {
+    await server[Symbol.asyncDispose]();
+    rmSync(root, { recursive: true, force: true });
+    throw new Error(`the site did not answer its own first request: ${warm.value}`);
+  }
   return {
     url,
     root,
