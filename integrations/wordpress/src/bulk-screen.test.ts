@@ -28,7 +28,14 @@ import type { Browser, Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, makeOffline, openAdmin, overflow, SCREENSHOTS } from './testing/admin-browser.ts';
-import { PLUGIN_DIR, PLUGIN_FILE, PLUGIN_SLUG, startWordPress, type WordPress } from './testing/wordpress.ts';
+import {
+  PLUGIN_DIR,
+  PLUGIN_FILE,
+  PLUGIN_SLUG,
+  sideloadPhp,
+  startWordPress,
+  type WordPress,
+} from './testing/wordpress.ts';
 
 const PACKAGE_DIR = join(import.meta.dirname, '..');
 const BULK = 'wp-admin/upload.php?page=compresso-bulk';
@@ -162,22 +169,18 @@ beforeAll(async () => {
   makeOffline(wp);
   // The library exists before the plugin is connected (nothing queued on upload), as on a site that
   // installs the plugin and then optimizes what it already has.
+  const uploads = Array.from(
+    { length: IMAGES },
+    (_, i) => `${sideloadPhp(`/library-src/photo-${i}.jpg`, `photo-${i}.jpg`)}
+    $ids[] = $id;
+    $files[] = get_attached_file( $id );
+    $sizes += count( wp_get_attachment_metadata( $id )['sizes'] );`,
+  );
   const { value } = await wp.php<{ ids: number[]; files: string[]; sizes: number }>(
     `require_once ABSPATH . 'wp-admin/includes/plugin.php';
-    require_once ABSPATH . 'wp-admin/includes/image.php';
-    require_once ABSPATH . 'wp-admin/includes/file.php';
-    require_once ABSPATH . 'wp-admin/includes/media.php';
     activate_plugin( '${PLUGIN_FILE}' );
     $ids = array(); $files = array(); $sizes = 0;
-    for ( $i = 0; $i < ${IMAGES}; $i++ ) {
-      $tmp = wp_tempnam( "photo-$i.jpg" );
-      copy( "/library-src/photo-$i.jpg", $tmp );
-      $id = media_handle_sideload( array( 'name' => "photo-$i.jpg", 'tmp_name' => $tmp ), 0, "Photo $i" );
-      if ( is_wp_error( $id ) ) { throw new Exception( $id->get_error_message() ); }
-      $ids[] = $id;
-      $files[] = get_attached_file( $id );
-      $sizes += count( wp_get_attachment_metadata( $id )['sizes'] );
-    }
+    ${uploads.join('\n')}
     update_option( 'compresso_settings', array_merge( compresso_get_settings(), array(
       'server_url' => '${api.url}', 'api_key' => compresso_encrypt_secret( '${key}' ),
       'quality' => 75, 'webp' => true, 'avif' => true, 'backups' => true, 'max_dimension' => 0,
