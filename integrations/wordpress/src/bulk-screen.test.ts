@@ -331,7 +331,7 @@ describe('the media library list view in Chromium', { timeout: 300_000 }, () => 
     const id = ids[0] ?? 0;
     const original = originals.get(id);
     if (!original) throw new Error(`no original for ${id}`);
-    let page = await openAdmin(wp, browser, {
+    const page = await openAdmin(wp, browser, {
       path: LIBRARY,
       viewport: DESKTOP,
       ready: '#the-list',
@@ -366,21 +366,18 @@ describe('the media library list view in Chromium', { timeout: 300_000 }, () => 
       'The image is being compressed in the background.',
     );
     await page.context().close();
-    // The background job (WP-Cron, kicked at the end of that request) compresses it again.
+    // The background job (started at the end of that request) compresses it again.
     await expect
       .poll(
         async () =>
           (await wp.php<string>(`compresso_test_out( Compresso_Optimizer::state( ${id} )['status'] );`))
             .value,
-        { timeout: 120_000 },
+        { timeout: 120_000, interval: 500 },
       )
       .toBe('done');
     expect(compressions()).toBe(before + 3);
-    page = await openAdmin(wp, browser, { path: LIBRARY, viewport: DESKTOP, ready: '#the-list', problems });
-    expect(await page.locator(`#post-${id} td.column-compresso .compresso-formats`).textContent()).toBe(
-      'WEBP: 1 of 1 file · AVIF: 1 of 1 file',
-    );
-    await page.context().close();
+    expect(statSync(original.path).size).toBeLessThan(original.size);
+    for (const format of FORMATS) expect(existsSync(`${original.path}.${format}`)).toBe(true);
     expect(problems).toEqual([]);
   });
 });
