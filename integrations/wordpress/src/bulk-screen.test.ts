@@ -264,17 +264,17 @@ describe('Media → Compresso bulk in Chromium', { timeout: 300_000 }, () => {
     await root.getByText('Optimizing in the background. You can close this page: the run goes on.').waitFor();
     await hold.reached;
     // The start button is gone; the focus is on what replaced it, not thrown back to the page's top.
-    await expect.poll(() => focusedText(page)).toBe('Pause');
+    await expect.poll(() => focusedText(page), { timeout: 10_000 }).toBe('Pause');
     await page.keyboard.press('Enter');
     await root.getByText('Paused. Resume when you like: images already done stay done.').waitFor();
     hold.release();
-    await expect.poll(() => focusedText(page)).toBe('Resume');
+    await expect.poll(() => focusedText(page), { timeout: 10_000 }).toBe('Resume');
     const progress = root.locator('progress');
     expect(Number(await progress.getAttribute('max'))).toBe(IMAGES);
     expect(Number(await progress.getAttribute('value'))).toBeLessThan(IMAGES);
     await page.keyboard.press('Enter');
     await root.getByText('Optimizing in the background. You can close this page: the run goes on.').waitFor();
-    await expect.poll(() => focusedText(page)).toBe('Pause');
+    await expect.poll(() => focusedText(page), { timeout: 10_000 }).toBe('Pause');
     // The screen reads the run every few seconds while it is active.
     await root.getByText('Finished.').waitFor({ timeout: 240_000 });
     await root.getByText(`${IMAGES} of ${IMAGES} images (100%).`, { exact: false }).waitFor();
@@ -290,7 +290,7 @@ describe('Media → Compresso bulk in Chromium', { timeout: 300_000 }, () => {
     await root
       .getByText('Every image is already optimized: a run would send nothing.', { exact: false })
       .waitFor();
-    await expect.poll(() => focusedText(page)).toBe('Start a new run');
+    await expect.poll(() => focusedText(page), { timeout: 10_000 }).toBe('Start a new run');
     await page.screenshot({ path: join(SCREENSHOTS, 'bulk-done-desktop.png'), fullPage: true });
     await page.context().close();
     expect(problems).toEqual([]);
