@@ -248,6 +248,7 @@ describe('Media → Compresso bulk in Chromium', { timeout: 300_000 }, () => {
   });
 
   it('starts, pauses and resumes from the keyboard, and the progress shown reaches done', async () => {
+    const opening = performance.now();
     const page = await openAdmin(wp, browser, {
       path: BULK,
       viewport: DESKTOP,
@@ -260,9 +261,11 @@ describe('Media → Compresso bulk in Chromium', { timeout: 300_000 }, () => {
     // From the top of the page, through the admin menu, to the button.
     const presses = await tabTo(page, 'Optimize the whole library');
     process.stdout.write(`Tab presses from the top of the page to the start button: ${presses}\n`);
+    const started = performance.now();
     await page.keyboard.press('Enter');
     await root.getByText('Optimizing in the background. You can close this page: the run goes on.').waitFor();
     await hold.reached;
+    const held = performance.now();
     // The start button is gone; the focus is on what replaced it, not thrown back to the page's top.
     await expect.poll(() => focusedText(page), { timeout: 10_000 }).toBe('Pause');
     await page.keyboard.press('Enter');
@@ -272,12 +275,18 @@ describe('Media → Compresso bulk in Chromium', { timeout: 300_000 }, () => {
     const progress = root.locator('progress');
     expect(Number(await progress.getAttribute('max'))).toBe(IMAGES);
     expect(Number(await progress.getAttribute('value'))).toBeLessThan(IMAGES);
+    const resumed = performance.now();
     await page.keyboard.press('Enter');
     await root.getByText('Optimizing in the background. You can close this page: the run goes on.').waitFor();
     await expect.poll(() => focusedText(page), { timeout: 10_000 }).toBe('Pause');
     // The screen reads the run every few seconds while it is active.
     await root.getByText('Finished.').waitFor({ timeout: 240_000 });
     await root.getByText(`${IMAGES} of ${IMAGES} images (100%).`, { exact: false }).waitFor();
+    const finished = performance.now();
+    const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+    process.stdout.write(
+      `bulk screen: opened and Start reached by Tab in ${s(started - opening)}; Start to the held compression ${s(held - started)}; Resume to "Finished." shown ${s(finished - resumed)}\n`,
+    );
     expect(Number(await progress.getAttribute('value'))).toBe(IMAGES);
     const counts = await root.locator('[aria-live="polite"]').textContent();
     expect(counts).toMatch(
