@@ -6,7 +6,15 @@
  */
 import apiFetch from '@wordpress/api-fetch';
 import { Button, Card, CardBody, CardHeader, Notice, Spinner } from '@wordpress/components';
-import { createRoot, createElement as h, render, useCallback, useEffect, useState } from '@wordpress/element';
+import {
+  createRoot,
+  createElement as h,
+  render,
+  useCallback,
+  useEffect,
+  useRef,
+  useState,
+} from '@wordpress/element';
 import { __, _n, sprintf } from '@wordpress/i18n';
 
 const settings = window.compressoBulk || { canManage: false, connected: false, settingsUrl: '' };
@@ -247,6 +255,11 @@ function App() {
   const [stats, setStats] = useState(null);
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
+  // The buttons change with the run (Start becomes Pause, Pause becomes Resume, Pause goes when the run
+  // is done): the focused one is removed. A keyboard user would be thrown back to the top of the page,
+  // so focus moves to the first button of the new set while it was in the set before.
+  const controls = useRef(null);
+  const hadFocus = useRef(false);
 
   const load = useCallback(() => {
     return apiFetch({ path: '/compresso/v1/bulk' })
@@ -275,6 +288,15 @@ function App() {
   useEffect(() => {
     if (run && run.status === 'done' && settings.connected) loadStats();
   }, [run?.status, loadStats]);
+
+  useEffect(() => {
+    const box = controls.current;
+    if (busy || !hadFocus.current || !box) return;
+    const focused = document.activeElement;
+    if (focused && focused !== document.body) return;
+    const first = box.querySelector('button:not([disabled])');
+    if (first) first.focus();
+  }, [run?.status, busy]);
 
   const act = (action, data) => {
     setBusy(true);
@@ -364,9 +386,26 @@ function App() {
       h(
         CardBody,
         null,
-        h('p', { className: `compresso-bulk-status is-${run.status}` }, statusText(run)),
+        h('p', { className: `compresso-bulk-status is-${run.status}`, role: 'status' }, statusText(run)),
         run.total ? h(Progress, { run }) : null,
-        h('div', { style: { display: 'flex', gap: '8px' } }, buttons),
+        h(
+          'div',
+          {
+            ref: controls,
+            style: { display: 'flex', flexWrap: 'wrap', gap: '8px' },
+            onFocus: () => {
+              hadFocus.current = true;
+            },
+            // Focus leaving for another element, or for nothing while the button is still there (a
+            // click on the page), ends it; a button disabled or removed under the focus does not.
+            onBlur: (event) => {
+              const to = event.relatedTarget;
+              if (to && event.currentTarget.contains(to)) return;
+              hadFocus.current = !to && (!event.target.isConnected || event.target.disabled);
+            },
+          },
+          buttons,
+        ),
         settings.canManage
           ? null
           : h('p', null, __('Only an administrator can start or stop a run.', 'compresso')),

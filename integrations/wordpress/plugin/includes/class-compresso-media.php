@@ -216,8 +216,8 @@ class Compresso_Media {
 			$formats = array();
 			foreach ( $counts as $format => $count ) {
 				if ( $count > 0 ) {
-					/* translators: 1: format, 2: copies made, 3: files */
-					$formats[] = sprintf( __( '%1$s: %2$d of %3$d sizes', 'compresso' ), strtoupper( $format ), $count, count( $state['files'] ) );
+					/* translators: 1: format, 2: copies made, 3: files (the original and its generated sizes) */
+					$formats[] = sprintf( _n( '%1$s: %2$d of %3$d file', '%1$s: %2$d of %3$d files', count( $state['files'] ), 'compresso' ), strtoupper( $format ), $count, count( $state['files'] ) );
 				}
 			}
 			$out[] = '<span class="compresso-formats">' . esc_html( $formats ? implode( ' · ', $formats ) : __( 'No WebP/AVIF copies.', 'compresso' ) ) . '</span>';

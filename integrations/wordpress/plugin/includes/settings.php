@@ -427,7 +427,9 @@ function compresso_render_settings_page() {
  * the settings (not on the settings screen itself).
  */
 function compresso_setup_notice() {
-	if ( ! get_option( 'compresso_show_setup_notice' ) || ! current_user_can( COMPRESSO_CAPABILITY ) ) {
+	// Only while the plugin is not connected: a site connected without the settings form (its option
+	// written by WP-CLI, a migration, a staging copy) would otherwise be told to connect on every screen.
+	if ( ! get_option( 'compresso_show_setup_notice' ) || compresso_is_connected() || ! current_user_can( COMPRESSO_CAPABILITY ) ) {
 		return;
 	}
 	$screen = function_exists( 'get_current_screen' ) ? get_current_screen() : null;
