@@ -105,7 +105,7 @@ function Cost({ stats }) {
       sprintf(
         /* translators: 1: requests, 2: sizes, 3: formats */
         __(
-          'One upload costs %1$d API requests: the original and its %2$d generated sizes, each compressed%3$s.',
+          'One upload costs up to %1$d API requests: the original and its %2$d generated sizes (WordPress makes only those smaller than the upload), each compressed%3$s.',
           'compresso',
         ),
         stats.requests_per_upload,

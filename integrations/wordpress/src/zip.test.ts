@@ -178,7 +178,7 @@ describe('compresso.zip', { timeout: 300_000 }, () => {
       });
       const root = page.locator('#compresso-bulk-root');
       // WordPress 6.5 registers 6 sizes: 7 files, each compressed and made as WebP.
-      await root.getByText('One upload costs 14 API requests').waitFor({ timeout: 180_000 });
+      await root.getByText('One upload costs up to 14 API requests').waitFor({ timeout: 180_000 });
       await root.getByText('Your library: 0 images').waitFor();
       await root.getByText(/Quota left today: \d+ of 500 requests\. It resets/).waitFor();
       await root.getByText('No bulk optimization has run yet.').waitFor();

@@ -131,7 +131,7 @@ class Compresso_Cli {
 		$saved = $stats['bytes_before'] - $stats['bytes_after'];
 		WP_CLI::log( sprintf( 'Images: %d (%d optimized, %d to do).', $stats['images'], $stats['optimized'], $stats['pending'] ) );
 		WP_CLI::log( sprintf( 'Saved: %s of %s (%s%%).', size_format( $saved ), size_format( $stats['bytes_before'] ), $stats['bytes_before'] ? number_format( 100 * $saved / $stats['bytes_before'], 1 ) : '0' ) );
-		WP_CLI::log( sprintf( 'One upload costs %d API requests (%d files: the original and %d sizes; formats: %s).', $stats['requests_per_upload'], 1 + count( $stats['sizes'] ), count( $stats['sizes'] ), $stats['formats'] ? implode( ', ', $stats['formats'] ) : 'none besides the original' ) );
+		WP_CLI::log( sprintf( 'One upload costs up to %d API requests (%d files: the original and %d sizes; formats: %s).', $stats['requests_per_upload'], 1 + count( $stats['sizes'] ), count( $stats['sizes'] ), $stats['formats'] ? implode( ', ', $stats['formats'] ) : 'none besides the original' ) );
 		WP_CLI::log( sprintf( 'The images left need %d API requests.', $stats['requests_for_library'] ) );
 		if ( null !== $stats['quota']['limit'] ) {
 			WP_CLI::log( sprintf( 'Quota: %s of %d requests left today.', null === $stats['quota']['remaining'] ? '?' : $stats['quota']['remaining'], $stats['quota']['limit'] ) );
