@@ -221,8 +221,8 @@ export function createAutoEncoder(
       let hit = cache.get(key(q, variant));
       if (!hit) {
         const encoded = await encodeAtQuality(q, variant);
-        // Neighbouring qualities can give the same bytes (AVIF's quantizer has 64 levels for 100
-        // qualities): their score is already known.
+        // Neighbouring qualities can give the same bytes (seen in AVIF: Q 61 and Q 64 of a
+        // screenshot wrote the same file): their score is already known.
         const same = trials.find((t) => t.encoded.data.equals(encoded.data));
         await ready;
         const score = same ? same.score : await scoreEncoded(references, encoded.data, { sampled });
