@@ -138,17 +138,20 @@ describe('quality "auto"', () => {
   it('writes the same bytes as a fixed encode of the settings it chose (candidates encoded from the decoded pixels)', async () => {
     // A JPEG, a PNG with an ICC profile at 300 dpi, a 16-bit PNG: auto encodes its candidates from the
     // pixels it decoded for the metric; the answer must be the very file the fixed path writes.
+    // And a 16-bit PNG tagged Display P3, whose pixels both paths convert to sRGB.
+    const p3 = await sharp(dune).resize(384).toColourspace('rgb16').png().withIccProfile('p3').toBuffer();
     const cases = [
-      ['photo-mate-Dune.jpg', 'jpeg'],
-      ['photo-skimage-astronaut.png', 'webp'],
-      ['screenshot-gimp-assign-5.png', 'jpeg'],
-      ['photo-skimage-chelsea.png', 'avif'],
+      ['photo-mate-Dune.jpg', corpus('photo-mate-Dune.jpg'), 'jpeg'],
+      ['photo-skimage-astronaut.png', corpus('photo-skimage-astronaut.png'), 'webp'],
+      ['screenshot-gimp-assign-5.png', corpus('screenshot-gimp-assign-5.png'), 'jpeg'],
+      ['photo-skimage-chelsea.png', corpus('photo-skimage-chelsea.png'), 'avif'],
+      ['Dune, 16-bit PNG in P3', p3, 'webp'],
     ] as const;
-    for (const [name, format] of cases) {
+    for (const [name, input, format] of cases) {
       const options = { max_dimension: 384, output_format: format } as const;
-      const auto = await engine.optimize(corpus(name), { ...options, quality: 'auto' });
+      const auto = await engine.optimize(input, { ...options, quality: 'auto' });
       expect(auto.info.chroma_subsampling ?? '4:2:0', name).toBe('4:2:0');
-      const fixed = await engine.optimize(corpus(name), { ...options, quality: auto.info.quality });
+      const fixed = await engine.optimize(input, { ...options, quality: auto.info.quality });
       expect(Buffer.compare(auto.data, fixed.data), `${name} ${format}`).toBe(0);
     }
   }, 600_000);
