@@ -1,9 +1,20 @@
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AUTO_BELOW, AUTO_FLOOR, AUTO_SETTINGS, AUTO_TARGET, SMALL_IMAGE_SIDE } from './auto.ts';
+import {
+  AUTO_BELOW,
+  AUTO_FLOOR,
+  AUTO_SETTINGS,
+  AUTO_TARGET,
+  createAutoEncoder,
+  SMALL_IMAGE_SIDE,
+} from './auto.ts';
 import { createBisectionAutoEncoder } from './auto-bisection.ts';
+import { applyEncoder } from './encode.ts';
 import { createEngine } from './engine.ts';
+import { DEFAULT_LIMITS } from './limits.ts';
 import { closeMetricPool, decodeToRgb, ssimulacra2 } from './metric/index.ts';
+import { type EncodeVariant, prepare } from './optimize.ts';
+import { openSource } from './source.ts';
 import { corpus } from './test-support/corpus.ts';
 
 const engine = createEngine({ concurrency: 2 });
@@ -122,6 +133,52 @@ describe('quality "auto"', () => {
       }
     }
     expect(now).toBeLessThanOrEqual(before * 0.6);
+  }, 600_000);
+
+  it('writes the same bytes as a fixed encode of the settings it chose (candidates encoded from the decoded pixels)', async () => {
+    // A JPEG, a PNG with an ICC profile at 300 dpi, a 16-bit PNG: auto encodes its candidates from the
+    // pixels it decoded for the metric; the answer must be the very file the fixed path writes.
+    // And a 16-bit PNG tagged Display P3, whose pixels both paths convert to sRGB.
+    const p3 = await sharp(dune).resize(384).toColourspace('rgb16').png().withIccProfile('p3').toBuffer();
+    const cases = [
+      ['photo-mate-Dune.jpg', corpus('photo-mate-Dune.jpg'), 'jpeg'],
+      ['photo-skimage-astronaut.png', corpus('photo-skimage-astronaut.png'), 'webp'],
+      ['screenshot-gimp-assign-5.png', corpus('screenshot-gimp-assign-5.png'), 'jpeg'],
+      ['photo-skimage-chelsea.png', corpus('photo-skimage-chelsea.png'), 'avif'],
+      ['Dune, 16-bit PNG in P3', p3, 'webp'],
+    ] as const;
+    for (const [name, input, format] of cases) {
+      const options = { max_dimension: 384, output_format: format } as const;
+      const auto = await engine.optimize(input, { ...options, quality: 'auto' });
+      expect(auto.info.chroma_subsampling ?? '4:2:0', name).toBe('4:2:0');
+      const fixed = await engine.optimize(input, { ...options, quality: auto.info.quality });
+      expect(Buffer.compare(auto.data, fixed.data), `${name} ${format}`).toBe(0);
+    }
+  }, 600_000);
+
+  it('WebP: encodes a screenshot lossless only when its estimated size can beat the lossy answer', async () => {
+    const variantsTried = async (name: string, max_dimension: number) => {
+      const source = await openSource(corpus(name), DEFAULT_LIMITS);
+      const options = { max_dimension, strip_exif: true, png_to_jpeg: false, quality: 'auto' } as const;
+      const tried: EncodeVariant[] = [];
+      const found = await createAutoEncoder()(source, options, 'webp', async (quality, variant = {}) => {
+        tried.push(variant);
+        const settings = { format: 'webp', quality, ...variant } as const;
+        const { data, info } = await applyEncoder(prepare(source, options, 'webp'), settings).toBuffer({
+          resolveWithObject: true,
+        });
+        return { data, width: info.width, height: info.height, format: 'webp', quality, ...variant };
+      });
+      return { tried, found };
+    };
+    // Text on flat grey: lossless is 4× the lossy answer (65 KB against 16 KB), so it is not encoded.
+    const text = await variantsTried('screenshot-gimp-assign-5.png', 2048);
+    expect(text.tried.some((v) => v.lossless)).toBe(false);
+    expect(text.found.score).toBeGreaterThanOrEqual(AUTO_TARGET.webp - AUTO_BELOW);
+    // Thin curves: lossless is the smaller one, so it is encoded and chosen.
+    const curves = await variantsTried('screenshot-gimp-companding-curves-compared.png', 2048);
+    expect(curves.tried.some((v) => v.lossless)).toBe(true);
+    expect(curves.found.encoded.lossless).toBe(true);
   }, 600_000);
 
   it('small images (16–256 px): settings the reference tool scores at the floor, reported', async () => {

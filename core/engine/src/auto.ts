@@ -1,11 +1,11 @@
 import type { CompressOptions, OutputFormat } from '@compresso/schema';
 import sharp from 'sharp';
 import { predictQuality } from './auto-predict.ts';
-import type { ChromaSubsampling } from './encode.ts';
+import { type ChromaSubsampling, WEBP_EFFORT } from './encode.ts';
 import { isSynthetic, measureFeatures } from './image-features.ts';
 import { backgroundsFor, decodeReferences, prepareReferences, scoreEncoded } from './metric/compare.ts';
-import { AUTO_ROW_SAMPLING } from './metric/ssimulacra2.ts';
-import { type AutoEncoder, type EncodeVariant, prepare } from './optimize.ts';
+import { AUTO_ROW_SAMPLING, type RgbImage } from './metric/ssimulacra2.ts';
+import { type AutoEncoder, type EncodeVariant, prepare, shareDecodedPixels } from './optimize.ts';
 import { DEFAULT_SCALE_QUALITY } from './quality.ts';
 
 type Encoded = Awaited<ReturnType<Parameters<AutoEncoder>[3]>>;
@@ -64,6 +64,39 @@ export const SAMPLED_FLOOR_MARGIN = 0.5;
  * them (the scikit-image logo, charts, the curve screenshots) 0.05 and more.
  */
 const CHROMA_EDGE_SHARE = 0.01;
+
+/**
+ * WebP lossless for a synthetic image is encoded only when it can be the smaller output: an estimate
+ * of its size (LOSSLESS_SAMPLE: the image's rows in bands of 32, one band of every 4, encoded
+ * lossless and scaled by the rows left out) must be at most this many times the lossy answer's
+ * bytes. A full lossless encode costs 4–5 lossy ones on a screenshot (issue 11: it was most of what
+ * made screenshot WebP the dearest auto), the estimate a quarter of it. Measured on the 12 synthetic
+ * corpus images at ≤ 2048 px (lossless WebP at effort 4): the estimate was 0.71–1.23× the true size,
+ * so 1.3 misses no case where lossless is smaller; lossless won on 2 of them (a screenshot of curves,
+ * an illustration with large flat areas), estimated at 1.04 and 1.23 of their true size.
+ */
+export const LOSSLESS_TRY_RATIO = 1.3;
+const LOSSLESS_SAMPLE = { band: 32, every: 4 };
+/** Images with fewer rows than this are not estimated: their lossless encode is cheap anyway. */
+const LOSSLESS_SAMPLE_MIN_ROWS = 256;
+
+/** The estimated lossless WebP size of `image` (see LOSSLESS_TRY_RATIO). */
+async function estimateLosslessWebp(image: RgbImage): Promise<number> {
+  const channels = image.rgba ? 4 : 3;
+  const pixels = image.rgba ?? image.data;
+  const stride = image.width * channels;
+  const rows: number[] = [];
+  for (let y = 0; y < image.height; y++)
+    if (Math.floor(y / LOSSLESS_SAMPLE.band) % LOSSLESS_SAMPLE.every === 0) rows.push(y);
+  const sample = Buffer.alloc(rows.length * stride);
+  rows.forEach((y, i) => {
+    sample.set(pixels.subarray(y * stride, (y + 1) * stride), i * stride);
+  });
+  const encoded = await sharp(sample, { raw: { width: image.width, height: rows.length, channels } })
+    .webp({ lossless: true, effort: WEBP_EFFORT })
+    .toBuffer();
+  return (encoded.length * image.height) / rows.length;
+}
 
 /** The search range on Compresso's scale. */
 export const AUTO_MIN_Q = 30;
@@ -165,6 +198,8 @@ export function createAutoEncoder(
     const reference = () => prepare(source, { ...options, strip_exif: true }, 'jpeg');
     const references = await decodeReferences(reference, backgroundsFor(source.hasAlpha, format));
     const { width, height, data } = references[0]!.image;
+    // The candidates are encoded from these pixels where that gives the same bytes (optimize.ts).
+    if (references.length === 1) shareDecodedPixels(source, options, references[0]!.image);
     // Features from the pixels already decoded for the metric: no second decode and resize.
     const features = await measureFeatures(sharp(data, { raw: { width, height, channels: 3 } }));
     const small = Math.min(width, height) < SMALL_IMAGE_SIDE;
@@ -186,8 +221,12 @@ export function createAutoEncoder(
       let hit = cache.get(key(q, variant));
       if (!hit) {
         const encoded = await encodeAtQuality(q, variant);
+        // Neighbouring qualities can give the same bytes (seen in AVIF: Q 61 and Q 64 of a
+        // screenshot wrote the same file): their score is already known.
+        const same = trials.find((t) => t.encoded.data.equals(encoded.data));
         await ready;
-        hit = { q, variant, encoded, score: await scoreEncoded(references, encoded.data, { sampled }) };
+        const score = same ? same.score : await scoreEncoded(references, encoded.data, { sampled });
+        hit = { q, variant, encoded, score };
         cache.set(key(q, variant), hit);
         trials.push(hit);
       }
@@ -271,12 +310,20 @@ export function createAutoEncoder(
     const cap = maxQ;
 
     // Screenshots and graphics in WebP: lossless is often smaller than any lossy output that keeps
-    // the text clean, and it scores 100 by construction, so it costs an encode but no score.
+    // the text clean, and it scores 100 by construction, so it costs an encode but no score. It is
+    // tried after the lossy search, and only when its estimated size says it can win
+    // (LOSSLESS_TRY_RATIO).
+    const losslessCandidate = format === 'webp' && synthetic && !animated;
     let lossless: Trial | undefined;
-    if (format === 'webp' && synthetic && !animated) {
+    const tryLossless = async (against: Trial | undefined) => {
+      if (!losslessCandidate || lossless) return;
+      if (against && height >= LOSSLESS_SAMPLE_MIN_ROWS) {
+        const estimate = await estimateLosslessWebp(references[0]!.image);
+        if (estimate > LOSSLESS_TRY_RATIO * against.encoded.data.length) return;
+      }
       const encoded = await encodeAtQuality(100, { lossless: true });
       lossless = { q: 100, variant: { lossless: true }, encoded, score: 100 };
-    }
+    };
 
     const predicted = predictQuality(lossy, features, primary, target, predict);
     const start = Math.min(cap, Math.max(lo, small ? SMALL_START_Q : predicted.q));
@@ -300,7 +347,9 @@ export function createAutoEncoder(
     const withLossless = (t: Trial | undefined) =>
       lossless && (!t || lossless.encoded.data.length <= t.encoded.data.length) ? lossless : t;
 
-    const found = withLossless(smallest(target - AUTO_BELOW));
+    const lossyFound = smallest(target - AUTO_BELOW);
+    await tryLossless(lossyFound ?? smallest(floorGoal));
+    const found = withLossless(lossyFound);
     if (found) return done(found);
     // The cap did not reach the target: the best output at the cap's quality or under, if it clears the floor.
     const atFloor = withLossless(smallest(floorGoal));
@@ -319,7 +368,7 @@ export function createAutoEncoder(
       await at(100, { chromaSubsampling: '4:4:4' });
       floor = smallest(floorGoal);
     }
-    if (!floor && !animated && format !== 'jpeg') floor = await at(100, { lossless: true });
+    if (!floor && !animated && format !== 'jpeg') floor = lossless ?? (await at(100, { lossless: true }));
     if (floor && floor.score >= floorGoal) return done(floor);
     const best = trials.reduce((a, b) => (b.score > a.score ? b : a));
     return done(best);

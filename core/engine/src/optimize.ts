@@ -4,7 +4,7 @@ import {
   type InfoResult,
   type OutputFormat,
 } from '@compresso/schema';
-import type { Sharp } from 'sharp';
+import sharp, { type Sharp } from 'sharp';
 import {
   AVIF_EFFORT,
   applyEncoder,
@@ -16,6 +16,7 @@ import {
 import { stripMetadataLossless } from './exif.ts';
 import { type EngineLimits, withTimeLimit } from './limits.ts';
 import { backgroundsFor, decodeReferences, scoreEncoded } from './metric/compare.ts';
+import type { RgbImage } from './metric/index.ts';
 import { scoreForQuality } from './quality.ts';
 import { pipelineFailure } from './sharp-errors.ts';
 import { openSource, type Source } from './source.ts';
@@ -82,9 +83,41 @@ function flattenForJpeg(pipeline: Sharp, source: Source, format: OutputFormat): 
   return format === 'jpeg' && source.hasAlpha ? pipeline.flatten({ background: JPEG_BACKGROUND }) : pipeline;
 }
 
+/**
+ * Pixels quality "auto" decoded for its metric, handed to the encodes of its candidates: see
+ * `shareDecodedPixels`. Keyed by the source; the options object must be the one encode is called with.
+ */
+const sharedPixels = new WeakMap<Source, { options: CompressOptions; image: RgbImage }>();
+
+/**
+ * Quality "auto" decodes and resizes the source once for the metric's reference; each candidate it
+ * encodes would decode and resize it again (a third of a JPEG encode from a JPEG source at 2048 px).
+ * Where those pixels are exactly what the encoder would be given — metadata stripped (so the
+ * encoder writes none, and sharp has already converted to sRGB through any ICC profile), opaque,
+ * one frame, three colour channels in sRGB (8 or 16 bits) — the candidates are encoded from them
+ * instead. The output is the same to the byte (checked on JPEG and PNG sources with and without
+ * ICC profiles, at 72 and 300 dpi, in JPEG, WebP and AVIF). Any other source is left alone.
+ */
+export function shareDecodedPixels(source: Source, options: CompressOptions, image: RgbImage): void {
+  const m = source.metadata;
+  if (!options.strip_exif || source.hasAlpha || source.frames !== 1 || source.heic || !m) return;
+  if (m.channels !== 3 || (m.space !== 'srgb' && m.space !== 'rgb16')) return;
+  if (image.rgba || image.data.length !== image.width * image.height * 3) return;
+  sharedPixels.set(source, { options, image });
+}
+
+function pipelineFor(source: Source, options: CompressOptions, format: OutputFormat): Sharp {
+  const shared = format === 'png' || format === 'gif' ? undefined : sharedPixels.get(source);
+  if (shared && shared.options === options) {
+    const { width, height, data } = shared.image;
+    return sharp(data, { raw: { width, height, channels: 3 } });
+  }
+  return flattenForJpeg(prepare(source, options, format), source, format);
+}
+
 async function encode(source: Source, options: CompressOptions, settings: EncodeSettings): Promise<Encoded> {
   try {
-    const pipeline = flattenForJpeg(prepare(source, options, settings.format), source, settings.format);
+    const pipeline = pipelineFor(source, options, settings.format);
     const { data, info } = await withTimeLimit(
       applyEncoder(pipeline, settings).toBuffer({ resolveWithObject: true }),
       source.limits.timeoutSeconds,
