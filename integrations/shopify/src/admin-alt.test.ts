@@ -1,27 +1,9 @@
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { QueueEvent } from '@compresso/runtime';
 import { type FakeProvider, fakeOpenAi, smallJpeg } from '@compresso/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_KEY, API_SECRET, startHarness } from './test-harness.ts';
+import { sessionToken, startHarness } from './test-harness.ts';
 import { webhookJobId } from './webhooks.ts';
-
-/** An App Bridge session token as Shopify issues it: HS256 JWT signed with the app secret. */
-function sessionToken(forShop: string): string {
-  const now = Math.floor(Date.now() / 1000);
-  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
-  const body = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({
-    iss: `https://${forShop}/admin`,
-    dest: `https://${forShop}`,
-    aud: API_KEY,
-    sub: '42',
-    exp: now + 60,
-    nbf: now - 5,
-    iat: now,
-    jti: randomUUID(),
-    sid: randomUUID(),
-  })}`;
-  return `${body}.${createHmac('sha256', API_SECRET).update(body).digest('base64url')}`;
-}
 
 /**
  * The app under test, one shop installed, and what its queue reported. The shop's cost bucket is a

@@ -1,10 +1,9 @@
-import { createHmac, randomUUID } from 'node:crypto';
 import { Compresso } from '@compresso/client';
 import { fixtureImage } from '@compresso/integration-kit/testing';
 import type { QueueEvent } from '@compresso/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BULK_JOBS } from './bulk.ts';
-import { API_KEY, API_SECRET, type Harness, startHarness } from './test-harness.ts';
+import { type Harness, sessionToken, startHarness } from './test-harness.ts';
 
 /**
  * The bulk admin API (admin-bulk.ts) in the app as it runs (in-process worker, the fake Shopify,
@@ -41,28 +40,11 @@ afterAll(async () => {
   await h?.close();
 });
 
-function sessionToken(): string {
-  const now = Math.floor(Date.now() / 1000);
-  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
-  const body = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({
-    iss: `https://${shop}/admin`,
-    dest: `https://${shop}`,
-    aud: API_KEY,
-    sub: '42',
-    exp: now + 60,
-    nbf: now - 5,
-    iat: now,
-    jti: randomUUID(),
-    sid: randomUUID(),
-  })}`;
-  return `${body}.${createHmac('sha256', API_SECRET).update(body).digest('base64url')}`;
-}
-
 // biome-ignore lint/suspicious/noExplicitAny: JSON answers, checked by the assertions
 async function api(path: string, body?: unknown): Promise<{ status: number; json: any }> {
   const res = await fetch(`${h.appUrl}${path}`, {
     method: body === undefined ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${sessionToken()}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${sessionToken(shop)}`, 'content-type': 'application/json' },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: res.status, json: await res.json() };

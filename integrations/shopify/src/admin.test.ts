@@ -1,8 +1,7 @@
-import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { QueueEvent } from '@compresso/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_KEY, API_SECRET, type Harness, startHarness } from './test-harness.ts';
+import { API_KEY, type Harness, sessionToken, startHarness } from './test-harness.ts';
 import { webhookJobId } from './webhooks.ts';
 
 const CORPUS = new URL('../../../../shared/corpus/', import.meta.url);
@@ -19,24 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
 });
-
-/** An App Bridge session token as Shopify issues it: HS256 JWT signed with the app secret. */
-function sessionToken(forShop: string, secret = API_SECRET): string {
-  const now = Math.floor(Date.now() / 1000);
-  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
-  const body = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({
-    iss: `https://${forShop}/admin`,
-    dest: `https://${forShop}`,
-    aud: API_KEY,
-    sub: '42',
-    exp: now + 60,
-    nbf: now - 5,
-    iat: now,
-    jti: randomUUID(),
-    sid: randomUUID(),
-  })}`;
-  return `${body}.${createHmac('sha256', secret).update(body).digest('base64url')}`;
-}
 
 function api(path: string, init: RequestInit = {}, token = sessionToken(shop)) {
   return fetch(`${h.appUrl}${path}`, {

@@ -1,5 +1,4 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +10,7 @@ import { proAccount, startTestServer, type TestServer } from '@compresso/server/
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeShopify } from './fake/fake-shopify.ts';
-import { API_KEY, API_SECRET, APP_URL, ENCRYPTION_KEY } from './test-harness.ts';
+import { API_KEY, API_SECRET, APP_URL, ENCRYPTION_KEY, sessionToken } from './test-harness.ts';
 
 /**
  * Issue 16's acceptance: a 1 000-product catalog (3 000 images, JPEG and PNG, some already small)
@@ -98,28 +97,10 @@ function appProcess(env: Record<string, string>, onLine: (line: Line, child: Chi
   return { child, exited };
 }
 
-/** An App Bridge session token for the shop (HS256 with the app secret). */
-function sessionToken(): string {
-  const now = Math.floor(Date.now() / 1000);
-  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
-  const body = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({
-    iss: `https://${shop}/admin`,
-    dest: `https://${shop}`,
-    aud: API_KEY,
-    sub: '42',
-    exp: now + 60,
-    nbf: now - 5,
-    iat: now,
-    jti: randomUUID(),
-    sid: randomUUID(),
-  })}`;
-  return `${body}.${createHmac('sha256', API_SECRET).update(body).digest('base64url')}`;
-}
-
 const admin = async (appUrl: string, path: string, method = 'GET') => {
   const res = await fetch(`${appUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${sessionToken()}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${sessionToken(shop)}`, 'content-type': 'application/json' },
     ...(method === 'POST' ? { body: '{}' } : {}),
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };

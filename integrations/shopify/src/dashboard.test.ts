@@ -1,12 +1,11 @@
 /// <reference lib="dom" />
 // The DOM types are for the callbacks these tests run inside the page (page.evaluate and friends).
-import { createHmac, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { assetLedger } from '@compresso/integration-kit';
 import type { QueueEvent } from '@compresso/runtime';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_KEY, API_SECRET, type Harness, startHarness } from './test-harness.ts';
+import { API_SECRET, type Harness, sessionToken, startHarness } from './test-harness.ts';
 import { webhookJobId } from './webhooks.ts';
 
 /**
@@ -45,24 +44,6 @@ function appBridgeStandIn(shop: string): string {
   };
   customElements.define('ui-nav-menu', class extends HTMLElement {});
 })();`;
-}
-
-/** The same token from Node, for the test's own calls to the JSON API. */
-function sessionToken(forShop: string): string {
-  const now = Math.floor(Date.now() / 1000);
-  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
-  const body = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({
-    iss: `https://${forShop}/admin`,
-    dest: `https://${forShop}`,
-    aud: API_KEY,
-    sub: '42',
-    exp: now + 60,
-    nbf: now - 5,
-    iat: now,
-    jti: randomUUID(),
-    sid: randomUUID(),
-  })}`;
-  return `${body}.${createHmac('sha256', API_SECRET).update(body).digest('base64url')}`;
 }
 
 let h: Harness;

@@ -1,11 +1,10 @@
 /// <reference lib="dom" />
-import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { manualClock } from '@compresso/integration-kit/testing';
 import type { QueueEvent } from '@compresso/runtime';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_KEY, API_SECRET, type Harness, startHarness } from './test-harness.ts';
+import { type Harness, sessionToken, startHarness } from './test-harness.ts';
 import { webhookJobId } from './webhooks.ts';
 import type { ProductJobResult } from './worker.ts';
 
@@ -25,24 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
 });
-
-/** An App Bridge session token as Shopify issues it (HS256 with the app secret). */
-function sessionToken(shop: string): string {
-  const now = Math.floor(Date.now() / 1000);
-  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
-  const body = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({
-    iss: `https://${shop}/admin`,
-    dest: `https://${shop}`,
-    aud: API_KEY,
-    sub: '42',
-    exp: now + 60,
-    nbf: now - 5,
-    iat: now,
-    jti: randomUUID(),
-    sid: randomUUID(),
-  })}`;
-  return `${body}.${createHmac('sha256', API_SECRET).update(body).digest('base64url')}`;
-}
 
 type Waiting = {
   count: number;

@@ -1,3 +1,4 @@
+import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +21,27 @@ import type { ShopifyWorker } from './worker.ts';
 export const APP_URL = 'https://compresso-app.example.com';
 export const API_KEY = 'test-client-id-0001';
 export const API_SECRET = 'test-app-secret-0123456789abcdef';
+
+/**
+ * An App Bridge session token as Shopify issues it to the embedded admin: an HS256 JWT for the shop,
+ * signed with the app's secret (another secret makes a forged one).
+ */
+export function sessionToken(forShop: string, secret = API_SECRET): string {
+  const now = Math.floor(Date.now() / 1000);
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const body = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({
+    iss: `https://${forShop}/admin`,
+    dest: `https://${forShop}`,
+    aud: API_KEY,
+    sub: '42',
+    exp: now + 60,
+    nbf: now - 5,
+    iat: now,
+    jti: randomUUID(),
+    sid: randomUUID(),
+  })}`;
+  return `${body}.${createHmac('sha256', secret).update(body).digest('base64url')}`;
+}
 export const ADMIN_TOKEN = 'test-operator-token-0123456789abcdef';
 export const ENCRYPTION_KEY = 'test-encryption-key-0123456789abcdef-0123';
 /** A desktop browser's User-Agent: the library answers 410 to bot-like ones (Node's fetch is one). */
