@@ -190,12 +190,12 @@ beforeAll(async () => {
   // this machine does not have, Site Health's loopback tests), started by a loopback request on page
   // loads, would hold one of them for their timeouts, and the self-test's requests to the site would
   // queue behind them (the first of them timed out after 20 s in two runs). This test site runs no WP-Cron (the test calls the
-  // optimizer itself) and refuses requests to the internet at once; 127.0.0.1 (the site, the Compresso
-  // server, the fronts) stays allowed.
+  // optimizer itself); like every test site (startWordPress) it refuses requests to the internet at
+  // once, while 127.0.0.1 (the site, the Compresso server, the fronts) stays allowed.
   mkdirSync(wp.hostPath('/wordpress/wp-content/mu-plugins'), { recursive: true });
   writeFileSync(
     wp.hostPath('/wordpress/wp-content/mu-plugins/offline.php'),
-    "<?php\ndefine( 'WP_HTTP_BLOCK_EXTERNAL', true );\ndefine( 'DISABLE_WP_CRON', true );\n",
+    "<?php\ndefine( 'DISABLE_WP_CRON', true );\n",
   );
   await wp.php(
     `require_once ABSPATH . 'wp-admin/includes/plugin.php';

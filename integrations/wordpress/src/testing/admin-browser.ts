@@ -33,8 +33,8 @@ const STATIC_TYPES: Record<string, string> = {
 };
 
 /**
- * The machine is offline: no WP-Cron (its update checks would hold a Playground worker), internet
- * requests refused at once, and no Gravatar images in the admin bar (secure.gravatar.com cannot be
+ * The machine is offline: no WP-Cron (its Site Health tests would hold a Playground worker), internet
+ * requests refused at once (every test site, see startWordPress), and no Gravatar images in the admin bar (secure.gravatar.com cannot be
  * reached by the browser; each failed image would be a console error that is not the plugin's).
  * Requests to loopback (the Compresso server, the site itself) still go out.
  */
@@ -42,7 +42,7 @@ export function makeOffline(wp: WordPress): void {
   mkdirSync(wp.hostPath('/wordpress/wp-content/mu-plugins'), { recursive: true });
   writeFileSync(
     wp.hostPath('/wordpress/wp-content/mu-plugins/offline.php'),
-    "<?php\ndefine( 'WP_HTTP_BLOCK_EXTERNAL', true );\ndefine( 'DISABLE_WP_CRON', true );\nadd_filter( 'pre_option_show_avatars', '__return_zero' );\n",
+    "<?php\ndefine( 'DISABLE_WP_CRON', true );\nadd_filter( 'pre_option_show_avatars', '__return_zero' );\n",
   );
 }
 

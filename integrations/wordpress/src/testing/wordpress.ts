@@ -174,6 +174,15 @@ export async function startWordPress(
     return { value, output };
   }
 
+  // The machine is offline: a request to the internet (core's update checks, Site Health's) fails at
+  // once, as WP_HTTP_BLOCK_EXTERNAL makes it, instead of holding one of Playground's two workers for
+  // its timeout (3–10 s each, a minute per WP-Cron run); the site itself and the Compresso server on
+  // 127.0.0.1 stay reachable (WordPress always allows its own host and localhost).
+  mkdirSync(join(root, 'wp-content/mu-plugins'), { recursive: true });
+  writeFileSync(
+    join(root, 'wp-content/mu-plugins/compresso-test-offline.php'),
+    "<?php\nif ( ! defined( 'WP_HTTP_BLOCK_EXTERNAL' ) ) {\n\tdefine( 'WP_HTTP_BLOCK_EXTERNAL', true );\n}\n",
+  );
   // One request from PHP to the site, waited for: the first loopback request of a freshly booted
   // Playground is slow to connect, and a non-blocking one (10 ms to connect, as core's spawn_cron()
   // and the plugin's runner give it) made before this was lost in each of four trials, leaving the upload it
