@@ -25,9 +25,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import type { Browser, Page } from 'playwright-core';
-import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, makeOffline, openAdmin, overflow, SCREENSHOTS } from './testing/admin-browser.ts';
+import { rampJpeg } from './testing/images.ts';
 import {
   PLUGIN_DIR,
   PLUGIN_FILE,
@@ -85,23 +85,6 @@ function holdCompressionsAfter(after: number): void {
   });
 }
 
-async function image(i: number): Promise<Buffer> {
-  const width = 120;
-  const height = 90;
-  const pixels = Buffer.alloc(width * height * 3);
-  for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) {
-      const p = (y * width + x) * 3;
-      pixels[p] = (x * 2 + i * 40) % 256;
-      pixels[p + 1] = (y * 3 + i * 70) % 256;
-      pixels[p + 2] = (x * y + i * 17) % 256;
-    }
-  }
-  return sharp(pixels, { raw: { width, height, channels: 3 } })
-    .jpeg({ quality: 95 })
-    .toBuffer();
-}
-
 /** The screen's script, as `npm run build` makes it (production), into a directory of its own. */
 async function buildScreen(into: string): Promise<number> {
   const started = performance.now();
@@ -141,7 +124,8 @@ beforeAll(async () => {
     return optimize(input, options);
   };
   dir = mkdtempSync(join(tmpdir(), 'compresso-bulk-screen-'));
-  for (let i = 0; i < IMAGES; i++) writeFileSync(join(dir, `photo-${i}.jpg`), await image(i));
+  for (let i = 0; i < IMAGES; i++)
+    writeFileSync(join(dir, `photo-${i}.jpg`), await rampJpeg(i, [40, 70, 17]));
   // The plugin as Playground sees it: a temporary directory holding the build, with each of the
   // checkout's plugin entries (compresso.php, includes/, …) mounted into it. Mounting the build inside
   // a mount of the checkout's plugin/ would make Playground create plugin/build/ there.

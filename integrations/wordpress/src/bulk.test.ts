@@ -10,8 +10,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
-import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rampJpeg } from './testing/images.ts';
 import { PLUGIN_FILE, startWordPress, type WordPress } from './testing/wordpress.ts';
 
 const IMAGES = 50;
@@ -136,23 +136,6 @@ async function loginAs(login: string): Promise<{ cookie: string; nonce: string }
   return { cookie, nonce };
 }
 
-async function image(i: number): Promise<Buffer> {
-  const width = 120;
-  const height = 90;
-  const pixels = Buffer.alloc(width * height * 3);
-  for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) {
-      const p = (y * width + x) * 3;
-      pixels[p] = (x * 2 + i * 5) % 256;
-      pixels[p + 1] = (y * 3 + i * 11) % 256;
-      pixels[p + 2] = (x * y + i * 17) % 256;
-    }
-  }
-  return sharp(pixels, { raw: { width, height, channels: 3 } })
-    .jpeg({ quality: 95 })
-    .toBuffer();
-}
-
 beforeAll(async () => {
   api = await startTestServer({
     dbPath: ':memory:',
@@ -166,7 +149,7 @@ beforeAll(async () => {
     return optimize(input, options);
   };
   dir = mkdtempSync(join(tmpdir(), 'compresso-bulk-'));
-  for (let i = 0; i < IMAGES; i++) writeFileSync(join(dir, `bulk-${i}.jpg`), await image(i));
+  for (let i = 0; i < IMAGES; i++) writeFileSync(join(dir, `bulk-${i}.jpg`), await rampJpeg(i, [5, 11, 17]));
   writeFileSync(
     join(dir, 'wp-cli-stand-in.php'),
     `<?php
