@@ -54,6 +54,20 @@ describe('WordPress on Playground', { timeout: 180_000 }, () => {
     expect(value).toEqual({ listed: true, activated: null, active: true });
   });
 
+  it('locks a file opened read-only with flock() as flock(2) does (what OPcache needs to read its file cache)', async () => {
+    // Shared and exclusive, on the WordPress tree (mounted from the host) and on OPcache's own cache
+    // directory; before the harness's fix to @php-wasm/node the shared lock failed (php-wasm-flock.ts).
+    const { value } = await wp.php<Record<string, boolean[]>>(`
+      $out = array();
+      $cached = glob( ini_get( 'opcache.file_cache' ) . '/*/wordpress/wp-settings.php.bin' );
+      foreach ( array( 'tree' => ABSPATH . 'wp-settings.php', 'opcache' => $cached ? $cached[0] : '' ) as $label => $path ) {
+        $handle = fopen( $path, 'r' );
+        $out[ $label ] = $handle ? array( flock( $handle, LOCK_SH ), flock( $handle, LOCK_UN ), flock( $handle, LOCK_EX ), flock( $handle, LOCK_UN ) ) : array();
+      }
+      compresso_test_out( $out );`);
+    expect(value).toEqual({ tree: [true, true, true, true], opcache: [true, true, true, true] });
+  });
+
   it('serves the site over HTTP on loopback', async () => {
     const response = await fetch(`${wp.url}/`);
     expect(response.status).toBe(200);

@@ -14,6 +14,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as playgroundCli from '@wp-playground/cli';
 import { unzipSync } from 'fflate';
+import { fixPhpWasmFlock } from './php-wasm-flock.ts';
 
 // The CLI's declarations re-export './run-cli' without an extension, which `nodenext` resolution cannot
 // follow; this is the part of its documented programmatic API (runCLI) the harness uses.
@@ -123,6 +124,9 @@ export async function startWordPress(
   } = {},
 ): Promise<WordPress> {
   const started = performance.now();
+  // Before any Playground worker thread loads @php-wasm/node: without it OPcache's file cache is never
+  // read, and every request compiles every PHP file it includes again (see php-wasm-flock.ts).
+  fixPhpWasmFlock();
   const root = mkdtempSync(join(tmpdir(), 'compresso-wp-'));
   let cli: RunCLIServer | undefined;
   try {
