@@ -221,6 +221,7 @@ export function markdown(result: BenchResult): string {
       'auto vs fixed Q',
       'auto mean (min)',
       'auto cost',
+      'auto steps',
     ];
     if (withSearch)
       head.push('search bytes', 'auto vs search', 'search mean (min)', 'search cost', 'search steps');

@@ -181,6 +181,16 @@ describe('quality "auto"', () => {
     expect(curves.found.encoded.lossless).toBe(true);
   }, 600_000);
 
+  it('AVIF: 4:4:4 only for graphics with coloured edges; a soft illustration stays 4:2:0 at the target', async () => {
+    const options = { max_dimension: 768, output_format: 'avif', quality: 'auto' } as const;
+    const illustration = await engine.optimize(corpus('illus-mate-Gulp.png'), options);
+    expect(illustration.info).toMatchObject({ chroma_subsampling: '4:2:0', lossless: false });
+    expect(illustration.info.score).toBeGreaterThanOrEqual(AUTO_TARGET.avif - AUTO_BELOW);
+    const chart = await engine.optimize(corpus('chart-mpl-stem3d.png'), options);
+    expect(chart.info.chroma_subsampling).toBe('4:4:4');
+    expect(chart.info.score).toBeGreaterThanOrEqual(AUTO_TARGET.avif - AUTO_BELOW);
+  }, 600_000);
+
   it('small images (16–256 px): settings the reference tool scores at the floor, reported', async () => {
     for (const name of ['photo-skimage-rocket.jpg', 'graphic-skimage-logo.png']) {
       for (const side of [16, 70, 128, 256]) {

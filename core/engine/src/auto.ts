@@ -59,9 +59,13 @@ export const SAMPLED_FLOOR_MARGIN = 0.5;
 
 /**
  * Synthetic images with fewer coloured edges than this (share of neighbour pairs, image-features.ts)
- * are written as 4:2:0 JPEG first. On the corpus the graphics without coloured text or lines (the
- * Debian logo, the flat-colour Arc graphic, black text on white) measure under 0.005, the ones with
- * them (the scikit-image logo, charts, the curve screenshots) 0.05 and more.
+ * are written as 4:2:0 JPEG and AVIF first. On the corpus the graphics without coloured text or
+ * lines (the Debian logo, the flat-colour Arc graphic, black text on white, the two MATE
+ * illustrations) measure under 0.005, the ones with them (the scikit-image logo, charts, the curve
+ * screenshots) 0.02 and more. AVIF took 4:4:4 for every synthetic image until 2026-11-27: the 15
+ * synthetic corpus images at 2048 px in AVIF auto then wrote 1 072 795 bytes, with this test 685 640
+ * (−36 %; the Gulp illustration 623 674 → 242 279 at the same score, 73.0; the Debian logo −16 %;
+ * the rest unchanged or within 0.3 %), every one still at its target.
  */
 const CHROMA_EDGE_SHARE = 0.01;
 
@@ -300,9 +304,10 @@ export function createAutoEncoder(
     // Small WebP: lossy WebP is 4:2:0 only and no quality of it reached 70 on a 30–110 px photo.
     if (small && format === 'webp' && !animated) return done(await at(100, { nearLossless: true }));
     // 4:4:4 where colour has sharp edges (coloured text, thin coloured lines): 4:2:0 smears them.
-    // A JPEG graphic whose edges are all in luma (grey text, flat fills) keeps 4:2:0, which reaches
-    // the target at fewer bytes; the floor chain still moves it to 4:4:4 when 4:2:0 cannot.
-    const colourEdges = synthetic && (format !== 'jpeg' || features.chromaEdgeShare >= CHROMA_EDGE_SHARE);
+    // A graphic whose edges are all in luma (grey text, flat fills, soft gradients) keeps 4:2:0,
+    // which reaches the target at fewer bytes; the floor chain still moves it to 4:4:4 when 4:2:0
+    // cannot. (WebP's lossy mode is 4:2:0 only.)
+    const colourEdges = synthetic && features.chromaEdgeShare >= CHROMA_EDGE_SHARE;
     const chroma: ChromaSubsampling | undefined =
       format === 'webp' ? undefined : colourEdges || small ? '4:4:4' : '4:2:0';
     const primary: EncodeVariant = chroma ? { chromaSubsampling: chroma } : {};
