@@ -14,9 +14,10 @@
  * The fix skips that check for flock() only (fcntl() keeps it, where it is right). It is written into
  * the installed package, atomically (temporary file and rename; concurrent test files write the same
  * bytes), once per process, before any Playground worker thread loads the package. When the package no
- * longer has the line (a release that fixed it, or changed it), nothing is written.
+ * longer has the line (a release that fixed it, or changed it), nothing is written; when the package
+ * cannot be written (a read-only install), the tests run without the fix, as before it.
  */
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
@@ -40,13 +41,15 @@ export interface FlockFixResult {
   already: string[];
   /** Files with neither the line nor the fix (the package changed). */
   unknown: string[];
+  /** Files with the bug that could not be written (a read-only install). */
+  unwritable: string[];
 }
 
 let done: FlockFixResult | undefined;
 
 export function fixPhpWasmFlock(): FlockFixResult {
   if (done) return done;
-  const result: FlockFixResult = { fixed: [], already: [], unknown: [] };
+  const result: FlockFixResult = { fixed: [], already: [], unknown: [], unwritable: [] };
   for (const path of packageFiles()) {
     const source = readFileSync(path, 'utf8');
     if (source.includes(MARK)) {
@@ -59,9 +62,15 @@ export function fixPhpWasmFlock(): FlockFixResult {
       continue;
     }
     const tmp = `${path}.${process.pid}.tmp`;
-    writeFileSync(tmp, source.replace(BUGGY, FIXED));
-    renameSync(tmp, path);
-    result.fixed.push(path);
+    try {
+      writeFileSync(tmp, source.replace(BUGGY, FIXED));
+      renameSync(tmp, path);
+      result.fixed.push(path);
+    } catch {
+      // A read-only install: the tests still pass without the fix, only slower.
+      rmSync(tmp, { force: true });
+      result.unwritable.push(path);
+    }
   }
   done = result;
   return result;
