@@ -11,17 +11,18 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * head start.
  */
 export const SLOW_FIRST = [
-  'integrations/wordpress/src/php74.test.ts',
-  'integrations/wordpress/src/zip.test.ts',
   'integrations/wordpress/src/media.test.ts',
+  'integrations/wordpress/src/php74.test.ts',
   'integrations/wordpress/src/bulk.test.ts',
-  'integrations/shopify/src/bulk-catalog.test.ts',
-  'integrations/wordpress/src/settings.test.ts',
-  'test/scale/scale.test.ts',
-  'integrations/wordpress/src/api-client.test.ts',
+  'integrations/wordpress/src/zip.test.ts',
   'integrations/wordpress/src/bulk-screen.test.ts',
+  'integrations/wordpress/src/settings.test.ts',
+  'integrations/shopify/src/bulk-catalog.test.ts',
   'integrations/wordpress/src/upload.test.ts',
   'integrations/wordpress/src/delivery.test.ts',
+  'integrations/shopify/src/admin-bulk.test.ts',
+  'test/scale/scale.test.ts',
+  'integrations/wordpress/src/admin-screens.test.ts',
   'integrations/shopify/src/dashboard.test.ts',
 ];
 
