@@ -32,6 +32,7 @@ import {
   ssimulacra2,
 } from '../../core/engine/src/metric/ssimulacra2.ts';
 import { DEFAULT_CORPUS, type Kind, loadCorpus } from './corpus.ts';
+import { median } from './measure.ts';
 
 /**
  * A mosaic of tiles cut from an image at full resolution: quality "auto" searches for a photo's
@@ -181,14 +182,6 @@ for (const image of images) {
     process.stderr.write(`${JSON.stringify(row)}\n`);
   }
 }
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length
-    ? s.length % 2
-      ? s[(s.length - 1) / 2]!
-      : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
-    : null;
-};
 const offsets = Object.fromEntries(
   formats.map((format) => [
     format,

@@ -25,6 +25,7 @@ import { parseArgs } from 'node:util';
 import { closeMetricPool, createAutoEncoder, createEngine } from '@compresso/engine';
 import sharp from 'sharp';
 import { type CorpusImage, DEFAULT_CORPUS, KINDS, type Kind, loadCorpus } from './corpus.ts';
+import { median } from './measure.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const { values } = parseArgs({
@@ -99,10 +100,6 @@ const tiny = await sharp({
 async function warm(engine: Engine, format: string) {
   await engine.optimize(tiny, { output_format: format as 'jpeg', quality: 'auto' });
 }
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 interface Row {
   name: string;
