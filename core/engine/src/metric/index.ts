@@ -1,7 +1,8 @@
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import sharp, { type Sharp } from 'sharp';
-import { type RgbImage, ssimulacra2 } from './ssimulacra2.ts';
+import { ssimulacra2 } from './simd.ts';
+import type { RgbImage } from './ssimulacra2.ts';
 import type { ScoreTask } from './worker.ts';
 
 export { type RgbImage, ssimulacra2 };

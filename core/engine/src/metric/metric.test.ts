@@ -3,7 +3,23 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { corpus } from '../test-support/corpus.ts';
 import { loopTurnsBefore } from '../test-support/loop-turns.ts';
 import { closeMetricPool, decodeToRgb, type RgbImage, scoreAsync, ssimulacra2 } from './index.ts';
-import { AUTO_ROW_SAMPLING, prepareReference, scoreFromSubScores, subScores } from './ssimulacra2.ts';
+import {
+  prepareReferenceSimd,
+  releaseReferenceSimd,
+  type SimdReference,
+  sampledScalesSimd,
+  ssimulacra2Simd,
+  subScoresSimd,
+} from './simd.ts';
+import {
+  AUTO_ROW_SAMPLING,
+  type PreparedReference,
+  prepareReference,
+  type RowSampling,
+  scoreFromSubScores,
+  ssimulacra2 as ssimulacra2Ts,
+  subScores,
+} from './ssimulacra2.ts';
 
 const photo = corpus('photo-skimage-chelsea.png'); // 451×300: a real photo, scored in ~0.1 s
 
@@ -89,71 +105,102 @@ describe('ssimulacra2', () => {
   });
 });
 
-describe('prepared reference', () => {
-  it('scores exactly as the one-shot path, for several candidates', async () => {
-    const ref = await decodeToRgb(photo);
-    const prepared = prepareReference(ref);
-    for (const q of [90, 40]) {
-      const dist = await jpegAt(q);
-      expect(ssimulacra2(prepared, dist)).toBe(ssimulacra2(ref, dist));
-    }
-  });
+/** The two implementations: the TypeScript one and the WebAssembly SIMD one (simd.ts). */
+interface Implementation<P> {
+  name: string;
+  prepare(reference: RgbImage, sampling?: RowSampling): P;
+  score(reference: RgbImage | P, distorted: RgbImage): number;
+  sub(reference: RgbImage, distorted: RgbImage, weightedOnly?: boolean): Float64Array;
+  sampledScales(prepared: P): number;
+  release(prepared: P): void;
+}
+const typescript: Implementation<PreparedReference> = {
+  name: 'TypeScript',
+  prepare: prepareReference,
+  score: ssimulacra2Ts,
+  sub: subScores,
+  sampledScales: (p) => p.rows?.filter((r) => r !== undefined).length ?? 0,
+  release: () => undefined,
+};
+const webassembly: Implementation<SimdReference> = {
+  name: 'WebAssembly',
+  prepare: prepareReferenceSimd,
+  score: ssimulacra2Simd,
+  sub: subScoresSimd,
+  sampledScales: sampledScalesSimd,
+  release: releaseReferenceSimd,
+};
 
-  it('skipping the terms of weight 0 or negligible weight moves no score by more than 0.005, at every scale count', async () => {
-    // 451×300 has all six scales; 100×70 four, 40×30 two, 9×9 one: the weights are packed
-    // differently for each, so which terms are skipped differs too. JPEG q30 at 4:2:0 and WebP q50:
-    // blocking, ringing and lost colour, the errors the skipped X and B terms would see.
-    let worst = 0;
-    for (const side of [451, 100, 40, 9]) {
-      const resized = () => sharp(photo).resize(side, side, { fit: 'inside' });
-      const ref = await decodeToRgb(resized());
+describe.each([typescript, webassembly] as Implementation<unknown>[])(
+  'prepared reference ($name)',
+  ({ prepare: prepareReference, score: ssimulacra2, sub: subScores, sampledScales, release }) => {
+    it('scores exactly as the one-shot path, for several candidates', async () => {
+      const ref = await decodeToRgb(photo);
+      const prepared = prepareReference(ref);
+      for (const q of [90, 40]) {
+        const dist = await jpegAt(q);
+        expect(ssimulacra2(prepared, dist)).toBe(ssimulacra2(ref, dist));
+      }
+    });
+
+    it('skipping the terms of weight 0 or negligible weight moves no score by more than 0.005, at every scale count', async () => {
+      // 451×300 has all six scales; 100×70 four, 40×30 two, 9×9 one: the weights are packed
+      // differently for each, so which terms are skipped differs too. JPEG q30 at 4:2:0 and WebP q50:
+      // blocking, ringing and lost colour, the errors the skipped X and B terms would see.
+      let worst = 0;
+      for (const side of [451, 100, 40, 9]) {
+        const resized = () => sharp(photo).resize(side, side, { fit: 'inside' });
+        const ref = await decodeToRgb(resized());
+        for (const encoded of [
+          await resized().jpeg({ quality: 30 }).toBuffer(),
+          await resized().webp({ quality: 50 }).toBuffer(),
+        ]) {
+          const dist = await decodeToRgb(encoded);
+          const all = subScores(ref, dist);
+          const weighted = subScores(ref, dist, true);
+          expect(
+            weighted.some((v, i) => v !== all[i]),
+            `${side}: some terms skipped`,
+          ).toBe(true);
+          const score = ssimulacra2(ref, dist);
+          expect(ssimulacra2(prepareReference(ref), dist), `${side} prepared`).toBe(score);
+          const off = Math.abs(score - scoreFromSubScores(all));
+          expect(off, `${side}`).toBeLessThan(0.005);
+          worst = Math.max(worst, off);
+        }
+      }
+      // Not exactly 0: some skipped terms have a weight, only a negligible one.
+      expect(worst).toBeGreaterThan(0);
+    }, 60_000);
+
+    it('row-sampled (AUTO_ROW_SAMPLING): exact under minHeight rows, within 0.5 of the exact score above', async () => {
+      // 451×300 is under the 320 rows: not sampled at all, the very same score.
+      const small = await decodeToRgb(photo);
+      const smallDist = await jpegAt(40);
+      expect(sampledScales(prepareReference(small, AUTO_ROW_SAMPLING))).toBe(0);
+      expect(ssimulacra2(prepareReference(small, AUTO_ROW_SAMPLING), smallDist)).toBe(
+        ssimulacra2(small, smallDist),
+      );
+      // A 1280-row photo: scales 1:1, 1:2 and 1:4 sampled; JPEG and WebP at qualities around the floor and target.
+      const big = () => sharp(corpus('photo-mate-LadyBird.jpg')).resize(2048, 2048, { fit: 'inside' });
+      const ref = await decodeToRgb(big());
+      const exact = prepareReference(ref);
+      const sampled = prepareReference(ref, AUTO_ROW_SAMPLING);
+      expect(sampledScales(sampled)).toBe(3);
       for (const encoded of [
-        await resized().jpeg({ quality: 30 }).toBuffer(),
-        await resized().webp({ quality: 50 }).toBuffer(),
+        await big().jpeg({ quality: 60 }).toBuffer(),
+        await big().webp({ quality: 84 }).toBuffer(),
       ]) {
         const dist = await decodeToRgb(encoded);
-        const all = subScores(ref, dist);
-        const weighted = subScores(ref, dist, true);
-        expect(
-          weighted.some((v, i) => v !== all[i]),
-          `${side}: some terms skipped`,
-        ).toBe(true);
-        const score = ssimulacra2(ref, dist);
-        expect(ssimulacra2(prepareReference(ref), dist), `${side} prepared`).toBe(score);
-        const off = Math.abs(score - scoreFromSubScores(all));
-        expect(off, `${side}`).toBeLessThan(0.005);
-        worst = Math.max(worst, off);
+        const off = ssimulacra2(sampled, dist) - ssimulacra2(exact, dist);
+        expect(Math.abs(off)).toBeLessThanOrEqual(0.5);
+        expect(off).not.toBe(0);
       }
-    }
-    // Not exactly 0: some skipped terms have a weight, only a negligible one.
-    expect(worst).toBeGreaterThan(0);
-  }, 60_000);
-
-  it('row-sampled (AUTO_ROW_SAMPLING): exact under minHeight rows, within 0.5 of the exact score above', async () => {
-    // 451×300 is under the 320 rows: not sampled at all, the very same score.
-    const small = await decodeToRgb(photo);
-    const smallDist = await jpegAt(40);
-    expect(prepareReference(small, AUTO_ROW_SAMPLING).rows).toBeUndefined();
-    expect(ssimulacra2(prepareReference(small, AUTO_ROW_SAMPLING), smallDist)).toBe(
-      ssimulacra2(small, smallDist),
-    );
-    // A 1280-row photo: scales 1:1, 1:2 and 1:4 sampled; JPEG and WebP at qualities around the floor and target.
-    const big = () => sharp(corpus('photo-mate-LadyBird.jpg')).resize(2048, 2048, { fit: 'inside' });
-    const ref = await decodeToRgb(big());
-    const exact = prepareReference(ref);
-    const sampled = prepareReference(ref, AUTO_ROW_SAMPLING);
-    expect(sampled.rows?.filter((r) => r !== undefined).length).toBe(3);
-    for (const encoded of [
-      await big().jpeg({ quality: 60 }).toBuffer(),
-      await big().webp({ quality: 84 }).toBuffer(),
-    ]) {
-      const dist = await decodeToRgb(encoded);
-      const off = ssimulacra2(sampled, dist) - ssimulacra2(exact, dist);
-      expect(Math.abs(off)).toBeLessThanOrEqual(0.5);
-      expect(off).not.toBe(0);
-    }
-  }, 60_000);
-});
+      release(exact);
+      release(sampled);
+    }, 60_000);
+  },
+);
 
 describe('decodeToRgb', () => {
   it('composites transparency onto the requested background', async () => {

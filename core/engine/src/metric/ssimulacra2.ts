@@ -75,7 +75,7 @@ const WEIGHTS = new Float64Array([
 ]);
 
 /** sRGB transfer curve decoded once for all 256 codes. */
-const SRGB_TO_LINEAR = new Float32Array(256);
+export const SRGB_TO_LINEAR = new Float32Array(256);
 for (let i = 0; i < 256; i++) SRGB_TO_LINEAR[i] = srgbToLinear(i / 255);
 
 /**
@@ -131,11 +131,11 @@ function truncatedCosineKernel(sigma: number): Float32Array {
 }
 
 const RADIUS = 4;
-const KERNEL = truncatedCosineKernel(1.5);
+export const KERNEL = truncatedCosineKernel(1.5);
 if (KERNEL.length !== 2 * RADIUS + 1) throw new Error('SSIMULACRA2 blur: unexpected kernel size');
 
 /** Three planes of one image at one scale. */
-type Planes = [Float32Array, Float32Array, Float32Array];
+export type Planes = [Float32Array, Float32Array, Float32Array];
 
 function planes(n: number): Planes {
   return [new Float32Array(n), new Float32Array(n), new Float32Array(n)];
@@ -145,7 +145,7 @@ function srgbToLinear(v: number): number {
   return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
 }
 
-function toLinear(image: RgbImage): Planes {
+export function toLinear(image: RgbImage): Planes {
   const n = image.width * image.height;
   const out = planes(n);
   const [r, g, b] = out;
@@ -479,7 +479,7 @@ function rowMask(height: number, sampling: RowSampling | undefined): RowMask | u
   return mask;
 }
 
-function checkRgb(name: string, img: RgbImage): void {
+export function checkRgb(name: string, img: RgbImage): void {
   if (img.data.length !== img.width * img.height * 3) {
     throw new RangeError(
       `${name}: expected ${img.width * img.height * 3} bytes of RGB, got ${img.data.length}`,
@@ -518,7 +518,7 @@ export interface PreparedReference {
 }
 
 /** How many scales the metric computes for an image (it stops where a side would be under 8). */
-function scaleCount(width: number, height: number): number {
+export function scaleCount(width: number, height: number): number {
   let count = 0;
   for (let w = width, h = height; count < SCALES && w >= 8 && h >= 8; count++) {
     w = (w + 1) >> 1;
@@ -546,7 +546,7 @@ export const NEGLIGIBLE_WEIGHT = 0.0025;
  * at 1:2 and 1:4 and of every channel at 1:32, X's edge terms at 1:2 — so `ssimulacra2()` skips
  * their conversion and blurs.
  */
-function weighted(
+export function weighted(
   c: number,
   scale: number,
   scales: number,
@@ -587,7 +587,7 @@ function sigmaSqOf(r: ReferenceScale, c: number, rows?: RowMask): Float32Array {
  * the engine, so such images are padded to 8 by repeating their edge pixels: the score then judges
  * the content that is there, with each pixel weighted by how often it was repeated.
  */
-function padToMinimum(img: RgbImage): RgbImage {
+export function padToMinimum(img: RgbImage): RgbImage {
   if (img.width >= 8 && img.height >= 8) return img;
   const width = Math.max(8, img.width);
   const height = Math.max(8, img.height);
@@ -833,12 +833,19 @@ export function subScores(
       edge[scale * 12 + c * 4 + 3] = Math.sqrt(Math.sqrt(det4 * inv));
     }
   }
-  // The reference tool walks the weights with one running index over the scales it computed: an
-  // image with fewer than six scales (short side under 113 px) takes the first
-  // 6 × scales weights for X, the next ones for Y, then B — not the weights of "its" scales. That
-  // order is what the published scores (and the reference tool on small images) mean, so the
-  // sub-scores are packed the same way and the tail left 0. Zero-filling the missing scales instead
-  // (this file before) scored a 70×46 WebP 75 where the reference says 18.
+  return packSubScores(ssim, edge, scalesDone);
+}
+
+/**
+ * The 108 sub-scores from the per-scale norms (`ssim`: [scale][c*2+norm], `edge`: [scale][c*4+k]).
+ * The reference tool walks the weights with one running index over the scales it computed: an
+ * image with fewer than six scales (short side under 113 px) takes the first 6 × scales weights for
+ * X, the next ones for Y, then B — not the weights of "its" scales. That order is what the published
+ * scores (and the reference tool on small images) mean, so the sub-scores are packed the same way
+ * and the tail left 0. Zero-filling the missing scales instead (this file before) scored a 70×46
+ * WebP 75 where the reference says 18.
+ */
+export function packSubScores(ssim: Float64Array, edge: Float64Array, scalesDone: number): Float64Array {
   const out = new Float64Array(108);
   let i = 0;
   for (let c = 0; c < 3; c++) {

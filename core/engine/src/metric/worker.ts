@@ -1,10 +1,5 @@
-import {
-  AUTO_ROW_SAMPLING,
-  type PreparedReference,
-  prepareReference,
-  type RgbImage,
-  ssimulacra2,
-} from './ssimulacra2.ts';
+import { prepare, releasePrepared, type SimdReference, ssimulacra2 } from './simd.ts';
+import { AUTO_ROW_SAMPLING, type PreparedReference, type RgbImage } from './ssimulacra2.ts';
 
 export interface ScoreTask {
   /** Same id, same reference pixels: lets the thread reuse the prepared reference. */
@@ -22,15 +17,23 @@ export interface ScoreTask {
  * worth (≈ 120 MB at 2048 × 1280), so no more.
  */
 const KEEP = 2;
-const prepared = new Map<string, PreparedReference>();
+const prepared = new Map<string, PreparedReference | SimdReference>();
 
-/** Piscina entry: one SSIMULACRA2 score, computed off the main thread. */
+/**
+ * Piscina entry: one SSIMULACRA2 score, computed off the main thread — in WebAssembly SIMD
+ * (simd.ts) up to SIMD_MAX_PIXELS, by the TypeScript implementation above that.
+ */
 export default function score(task: ScoreTask): number {
   const key = `${task.referenceId}${task.sampled ? ':sampled' : ''}`;
   let ref = prepared.get(key);
   if (ref) prepared.delete(key);
-  else ref = prepareReference(task.reference, task.sampled ? AUTO_ROW_SAMPLING : undefined);
+  else ref = prepare(task.reference, task.sampled ? AUTO_ROW_SAMPLING : undefined);
   prepared.set(key, ref);
-  while (prepared.size > KEEP) prepared.delete(prepared.keys().next().value!);
-  return task.distorted ? ssimulacra2(ref, task.distorted) : Number.NaN;
+  while (prepared.size > KEEP) {
+    const [oldest, evicted] = prepared.entries().next().value!;
+    prepared.delete(oldest);
+    releasePrepared(evicted);
+  }
+  if (!task.distorted) return Number.NaN;
+  return ssimulacra2(ref, task.distorted);
 }
