@@ -12,7 +12,13 @@ import { proAccount, startTestServer, type TestServer } from '@compresso/server/
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fieldValue, sessionFor, type WpSession } from './testing/browser.ts';
-import { PLUGIN_FILE, sideloadPhp, startWordPress, type WordPress } from './testing/wordpress.ts';
+import {
+  backgroundDiagnostics,
+  PLUGIN_FILE,
+  sideloadPhp,
+  startWordPress,
+  type WordPress,
+} from './testing/wordpress.ts';
 
 const CORPUS = join(import.meta.dirname, '../../../../shared/corpus');
 const PHOTO = 'photo-mate-Dune.jpg';
@@ -52,9 +58,16 @@ async function upload(source: string, name: string): Promise<Uploaded> {
   );
 }
 
-/** Reads the attachment's record until the background job has finished with it. */
+/**
+ * Reads the attachment's record until the background job has finished with it; after eight minutes,
+ * fails with the plugin's WP-Cron events and locks (backgroundDiagnostics), so a hang says where it hung.
+ */
 async function optimized(id: number) {
+  const started = performance.now();
   for (;;) {
+    if (performance.now() - started > 480_000) {
+      throw new Error(`attachment ${id} still queued after 480 s: ${await backgroundDiagnostics(wp, id)}`);
+    }
     const state = await php<{
       status: string;
       error: { code: string; message: string } | null;

@@ -9,7 +9,13 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PLUGIN_FILE, sideloadPhp, startWordPress, type WordPress } from './testing/wordpress.ts';
+import {
+  backgroundDiagnostics,
+  PLUGIN_FILE,
+  sideloadPhp,
+  startWordPress,
+  type WordPress,
+} from './testing/wordpress.ts';
 
 const CORPUS = join(import.meta.dirname, '../../../../shared/corpus');
 const PHOTO = 'photo-mate-Dune.jpg';
@@ -113,6 +119,8 @@ describe('auto-compress on upload', { timeout: 600_000 }, () => {
     // its record to say it finished (each look is a PHP request of a few seconds).
     while (state.status === 'queued' && performance.now() - started < 480_000)
       state = await stateOf(first.id);
+    if (state.status === 'queued')
+      throw new Error(`still queued: ${await backgroundDiagnostics(wp, first.id)}`);
     process.stdout.write(
       `upload to optimized: ${Math.round(performance.now() - started)} ms after the upload returned\n`,
     );
@@ -215,6 +223,8 @@ describe('auto-compress on upload', { timeout: 600_000 }, () => {
       expect(value.cronLock).toBeGreaterThan(0);
       if (value.status !== 'queued') state = await stateOf(second.id);
     }
+    if (state.status === 'queued')
+      throw new Error(`still queued: ${await backgroundDiagnostics(wp, second.id)}`);
     process.stdout.write(
       `upload to optimized with WP-Cron held: ${Math.round(performance.now() - started)} ms after the upload returned\n`,
     );
