@@ -26,3 +26,4 @@ require_once $compresso_plugin . 'class-compresso-api-client.php';
 require_once $compresso_plugin . 'class-compresso-delivery.php';
 require_once $compresso_plugin . 'class-compresso-rewrite.php';
 require_once $compresso_plugin . 'class-compresso-self-test.php';
+require_once $compresso_plugin . 'class-compresso-runner.php';

@@ -21,6 +21,8 @@ $compresso_delete_backups = ( is_array( $compresso_settings ) && ! empty( $compr
 delete_option( 'compresso_settings' );
 delete_option( 'compresso_show_setup_notice' );
 delete_post_meta_by_key( '_compresso' );
+// Tries counted by a request that died working on an attachment (Compresso_Optimizer::attempt()).
+delete_post_meta_by_key( '_compresso_attempts' );
 wp_unschedule_hook( 'compresso_optimize_attachment' );
 delete_option( 'compresso_delivery_report' );
 // The rewrite rules in the uploads folder's .htaccess (the plugin is not loaded during uninstall).

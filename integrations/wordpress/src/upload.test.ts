@@ -9,7 +9,13 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PLUGIN_FILE, sideloadPhp, startWordPress, type WordPress } from './testing/wordpress.ts';
+import {
+  backgroundDiagnostics,
+  PLUGIN_FILE,
+  sideloadPhp,
+  startWordPress,
+  type WordPress,
+} from './testing/wordpress.ts';
 
 const CORPUS = join(import.meta.dirname, '../../../../shared/corpus');
 const PHOTO = 'photo-mate-Dune.jpg';
@@ -24,6 +30,9 @@ interface Upload {
   status: string;
   scheduled: boolean;
   sizes: string[];
+  /** Each file's size and SHA-256 as the upload request left it, read in that request (the runner it
+   * starts at its end may have compressed them by the time the test could read them). */
+  written: Record<string, { size: number; hash: string }>;
 }
 
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
@@ -46,6 +55,7 @@ async function upload(name: string): Promise<Upload> {
       'status' => $state['status'],
       'scheduled' => (bool) wp_next_scheduled( Compresso_Optimizer::CRON_HOOK, array( $id ) ),
       'sizes' => array_keys( wp_get_attachment_metadata( $id )['sizes'] ),
+      'written' => array_map( function ( $path ) { return array( 'size' => filesize( $path ), 'hash' => hash_file( 'sha256', $path ) ); }, Compresso_Optimizer::files( $id ) ),
     ) );`,
     { asAdmin: true },
   );
@@ -97,7 +107,7 @@ describe('auto-compress on upload', { timeout: 600_000 }, () => {
     expect(Object.keys(first.files)).toHaveLength(first.sizes.length + 1);
     expect(first.status).toBe('queued');
     for (const [name, path] of Object.entries(first.files)) {
-      before[name] = { size: statSync(wp.hostPath(path)).size, hash: sha256(wp.hostPath(path)) };
+      before[name] = first.written[name] ?? { size: -1, hash: `${path} not read` };
     }
     expect(before['dune.jpg']).toEqual({
       size: statSync(join(CORPUS, PHOTO)).size,
@@ -113,6 +123,8 @@ describe('auto-compress on upload', { timeout: 600_000 }, () => {
     // its record to say it finished (each look is a PHP request of a few seconds).
     while (state.status === 'queued' && performance.now() - started < 480_000)
       state = await stateOf(first.id);
+    if (state.status === 'queued')
+      throw new Error(`still queued: ${await backgroundDiagnostics(wp, first.id)}`);
     process.stdout.write(
       `upload to optimized: ${Math.round(performance.now() - started)} ms after the upload returned\n`,
     );
@@ -215,6 +227,8 @@ describe('auto-compress on upload', { timeout: 600_000 }, () => {
       expect(value.cronLock).toBeGreaterThan(0);
       if (value.status !== 'queued') state = await stateOf(second.id);
     }
+    if (state.status === 'queued')
+      throw new Error(`still queued: ${await backgroundDiagnostics(wp, second.id)}`);
     process.stdout.write(
       `upload to optimized with WP-Cron held: ${Math.round(performance.now() - started)} ms after the upload returned\n`,
     );

@@ -322,6 +322,8 @@ class Compresso_Bulk {
 	}
 
 	private static function schedule( $when ) {
+		// The next tick replaces the lease this tick holds on its own event (Compresso_Runner).
+		Compresso_Runner::release( self::CRON_HOOK, array() );
 		if ( ! wp_next_scheduled( self::CRON_HOOK ) ) {
 			wp_schedule_single_event( $when, self::CRON_HOOK );
 		}
@@ -359,52 +361,74 @@ class Compresso_Bulk {
 		}
 		$budget = $budget ? (int) $budget : (int) apply_filters( 'compresso_bulk_time_budget', self::TIME_BUDGET );
 		$ends   = microtime( true ) + max( 1, $budget );
+		// The tick's event stays scheduled while it works (run by WP-Cron, which took it out): a tick
+		// that dies is run again when the lease ends.
+		if ( wp_doing_cron() ) {
+			Compresso_Runner::hold( self::CRON_HOOK, array() );
+		}
+		$ended = false;
 		try {
-			$run = self::run();
-			if ( 'waiting' === $run['status'] && $run['resume_at'] <= time() ) {
-				$run                = self::end_wait( $run, 'schedule' );
-				$run['status']      = 'running';
-				$run['resume_at']   = null;
-				$run['wait_reason'] = null;
-			}
-			if ( 'running' !== $run['status'] ) {
-				return $run;
-			}
-			++$run['ticks'];
-			$run = self::save_progress( $run );
-			do {
-				// A pause or cancel from the admin is written by another request: read it between images.
-				$current = self::run();
-				if ( 'running' !== $current['status'] ) {
-					return $current;
-				}
-				$run = self::take_retries( $current );
-				if ( $run['retry'] ) {
-					$id       = (int) $run['retry'][0];
-					$is_retry = true;
-				} else {
-					$next     = self::image_ids( (int) $run['cursor'], (int) $run['max_id'] );
-					$id       = $next ? $next[0] : 0;
-					$is_retry = false;
-				}
-				if ( ! $id ) {
-					$run['status']      = 'done';
-					$run['finished_at'] = time();
-					return self::save_progress( $run );
-				}
-				$run = self::save_progress( self::process( $run, $id, $is_retry ) );
-				if ( 'waiting' === $run['status'] ) {
-					self::schedule( (int) $run['resume_at'] );
-					return $run;
-				}
-			} while ( 'running' === $run['status'] && microtime( true ) < $ends );
-			if ( 'running' === self::run()['status'] ) {
-				self::schedule( time() );
-			}
+			$run   = self::work( $ends );
+			$ended = true;
 			return $run;
 		} finally {
+			// The lease ends with the tick's work; a tick that threw leaves it to run out.
+			if ( $ended ) {
+				Compresso_Runner::release( self::CRON_HOOK, array() );
+			}
 			self::unlock();
 		}
+	}
+
+	/**
+	 * The tick's work, under its lock.
+	 *
+	 * @param float $ends microtime() when the tick hands over.
+	 * @return array The run afterwards.
+	 */
+	private static function work( $ends ) {
+		$run = self::run();
+		if ( 'waiting' === $run['status'] && $run['resume_at'] <= time() ) {
+			$run                = self::end_wait( $run, 'schedule' );
+			$run['status']      = 'running';
+			$run['resume_at']   = null;
+			$run['wait_reason'] = null;
+		}
+		if ( 'running' !== $run['status'] ) {
+			return $run;
+		}
+		++$run['ticks'];
+		$run = self::save_progress( $run );
+		do {
+			// A pause or cancel from the admin is written by another request: read it between images.
+			$current = self::run();
+			if ( 'running' !== $current['status'] ) {
+				return $current;
+			}
+			$run = self::take_retries( $current );
+			if ( $run['retry'] ) {
+				$id       = (int) $run['retry'][0];
+				$is_retry = true;
+			} else {
+				$next     = self::image_ids( (int) $run['cursor'], (int) $run['max_id'] );
+				$id       = $next ? $next[0] : 0;
+				$is_retry = false;
+			}
+			if ( ! $id ) {
+				$run['status']      = 'done';
+				$run['finished_at'] = time();
+				return self::save_progress( $run );
+			}
+			$run = self::save_progress( self::process( $run, $id, $is_retry ) );
+			if ( 'waiting' === $run['status'] ) {
+				self::schedule( (int) $run['resume_at'] );
+				return $run;
+			}
+		} while ( 'running' === $run['status'] && microtime( true ) < $ends );
+		if ( 'running' === self::run()['status'] ) {
+			self::schedule( time() );
+		}
+		return $run;
 	}
 
 	/**
@@ -414,7 +438,9 @@ class Compresso_Bulk {
 		// The upload's own job for this image (if still queued) is done here instead.
 		wp_clear_scheduled_hook( Compresso_Optimizer::CRON_HOOK, array( $id ) );
 		$before = Compresso_Optimizer::state( $id );
-		$state  = Compresso_Optimizer::optimize( $id );
+		// Tries counted: an image that kills PHP every time is marked failed after a few, not met again
+		// by every tick for ever.
+		$state  = Compresso_Optimizer::attempt( $id );
 		$sent   = (int) $state['requests'] - (int) $before['requests'];
 		$run['requests'] += max( 0, $sent );
 

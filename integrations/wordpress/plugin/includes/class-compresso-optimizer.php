@@ -27,6 +27,10 @@ class Compresso_Optimizer {
 	const LOCK_PREFIX = 'compresso_optimizing_';
 	/** Seconds after which such a mark is taken to be left by a request that died. */
 	const LOCK_TIMEOUT = 300;
+	/** The meta counting the tries of an attachment that have not ended (deleted when one ends). */
+	const ATTEMPTS_META = '_compresso_attempts';
+	/** Tries that may end with the request dying before the attachment is marked failed. */
+	const MAX_ATTEMPTS = 3;
 
 	/** @var bool Whether this request queued work (then the cron is kicked at shutdown). */
 	private static $queued = false;
@@ -81,11 +85,24 @@ class Compresso_Optimizer {
 	 */
 	public static function queue( $attachment_id, $context = 'create', $when = 0 ) {
 		$state            = self::state( $attachment_id );
+		$waiting          = 'waiting' === $state['status'];
 		$state['status']  = 'queued';
 		$state['context'] = $context;
 		update_post_meta( $attachment_id, self::META, $state );
-		if ( ! wp_next_scheduled( self::CRON_HOOK, array( $attachment_id ) ) ) {
-			wp_schedule_single_event( $when ? $when : time(), self::CRON_HOOK, array( $attachment_id ) );
+		$when = $when ? $when : time();
+		$args = array( $attachment_id );
+		$next = wp_next_scheduled( self::CRON_HOOK, $args );
+		if ( ! $next ) {
+			wp_schedule_single_event( $when, self::CRON_HOOK, $args );
+		} elseif ( $next > $when && ! $waiting ) {
+			// The event is leased by a request working on the attachment (the files changed under it): it
+			// is brought forward, so the new files are done after that request, not when the lease ends.
+			// A wait for the quota keeps its time.
+			wp_cache_delete( 'alloptions', 'options' );
+			$crons = Compresso_Runner::moved( _get_cron_array(), self::CRON_HOOK, $args, $next, $when );
+			if ( null !== $crons ) {
+				_set_cron_array( $crons );
+			}
 		}
 		self::$queued = true;
 	}
@@ -157,6 +174,66 @@ class Compresso_Optimizer {
 			}
 		}
 		return array_filter( $files, 'is_file' );
+	}
+
+	/**
+	 * The cron job (the runner's or WP-Cron's): the attachment's event stays in the schedule, leased,
+	 * while it runs (Compresso_Runner), and is removed when the work is over, so a request that dies
+	 * leaves it to the next one. A leftover event (its request died after the work) sends nothing: for
+	 * an attachment restored since (no record) or whose failure is recorded, nothing is done; for one
+	 * done, optimize() finds every file's hash recorded.
+	 *
+	 * @param int $attachment_id The attachment.
+	 * @return array The attachment's record afterwards.
+	 */
+	public static function run_scheduled( $attachment_id ) {
+		$attachment_id = (int) $attachment_id;
+		$args          = array( $attachment_id );
+		wp_cache_delete( $attachment_id, 'post_meta' );
+		$state = self::state( $attachment_id );
+		if ( in_array( $state['status'], array( 'new', 'error' ), true ) ) {
+			return $state;
+		}
+		Compresso_Runner::hold( self::CRON_HOOK, $args );
+		$state = self::attempt( $attachment_id );
+		// Not in a `finally`: work that threw did not end, and its event must come due again.
+		Compresso_Runner::release( self::CRON_HOOK, $args );
+		return $state;
+	}
+
+	/**
+	 * optimize() with its tries counted: a try is counted before it starts and forgotten when it ends (with
+	 * the attachment done or its failure recorded), so the count only grows when requests die while
+	 * working on the attachment (PHP killed, a fatal error, the time limit). After MAX_ATTEMPTS such
+	 * tries the attachment is marked failed, with a message for the media library, and not tried again
+	 * until someone asks (Try again in the media library, a bulk run's retry).
+	 *
+	 * @param int $attachment_id The attachment.
+	 * @return array The attachment's record afterwards.
+	 */
+	public static function attempt( $attachment_id ) {
+		$attachment_id = (int) $attachment_id;
+		wp_cache_delete( $attachment_id, 'post_meta' );
+		$attempts = (int) get_post_meta( $attachment_id, self::ATTEMPTS_META, true );
+		if ( $attempts >= self::MAX_ATTEMPTS ) {
+			delete_post_meta( $attachment_id, self::ATTEMPTS_META );
+			return self::fail(
+				$attachment_id,
+				self::state( $attachment_id ),
+				new WP_Error(
+					'compresso_gave_up',
+					sprintf(
+						/* translators: %d: number of attempts */
+						__( 'Compresso stopped trying after %d attempts: each time, the request compressing this image ended before it finished (PHP was stopped by its time limit, its memory limit or a crash). Check the site\'s PHP error log, then click Try again.', 'compresso' ),
+						$attempts
+					)
+				)
+			);
+		}
+		update_post_meta( $attachment_id, self::ATTEMPTS_META, $attempts + 1 );
+		$state = self::optimize( $attachment_id );
+		delete_post_meta( $attachment_id, self::ATTEMPTS_META );
+		return $state;
 	}
 
 	/**
@@ -374,6 +451,8 @@ class Compresso_Optimizer {
 			$wait            = is_array( $data ) && ! empty( $data['retry_after'] ) ? (int) $data['retry_after'] : HOUR_IN_SECONDS;
 			$state['status'] = 'waiting';
 			update_post_meta( $attachment_id, self::META, $state );
+			// The retry replaces the lease this request may hold on the event.
+			Compresso_Runner::release( self::CRON_HOOK, array( (int) $attachment_id ) );
 			wp_schedule_single_event( time() + $wait, self::CRON_HOOK, array( (int) $attachment_id ) );
 			return $state;
 		}

@@ -14,6 +14,15 @@
  * background work; it works through the due events for up to TIME_BUDGET seconds and hands the rest to
  * a fresh request.
  *
+ * An event is leased, never taken out of the schedule before its work: the runner moves it LEASE
+ * seconds ahead, runs it, and removes it when the work is over (done, or a failure recorded). A runner
+ * that dies on the way (killed, a fatal error, the time limit) leaves the event scheduled; it comes due
+ * again after the dead runner's locks have gone stale, and the next runner (or WP-Cron) runs it. The
+ * plugin's own callbacks lease their event themselves when WP-Cron runs them (wp-cron.php takes an event
+ * out of the schedule before it runs it), so a WP-Cron request that dies loses nothing either. How many
+ * times an attachment is tried is counted (Compresso_Optimizer::attempt()), so an image that kills PHP
+ * every time is marked failed instead of being tried for ever.
+ *
  * @package Compresso
  */
 
@@ -33,9 +42,18 @@ class Compresso_Runner {
 	const TIME_BUDGET = 20;
 	/** Seconds a signed start request stays valid. */
 	const TOKEN_TTL = 300;
+	/**
+	 * Seconds ahead an event is moved while its work runs: a minute past the locks' timeout (the runner's,
+	 * the bulk tick's, an attachment's, all 300 s), so when a dead request's event comes due again, the
+	 * locks it left are stale and the next request takes them over.
+	 */
+	const LEASE = 360;
 
 	/** @var bool Whether this request asked for the runner (it is started at shutdown, once). */
 	private static $wanted = false;
+
+	/** @var array<string, int> The leases this request holds: hook and args' key => the event's timestamp. */
+	private static $leases = array();
 
 	/**
 	 * The hooks whose events the runner runs.
@@ -99,7 +117,12 @@ class Compresso_Runner {
 				),
 			)
 		);
-		wp_remote_post( $request['url'], $request['args'] );
+		$sent = wp_remote_post( $request['url'], $request['args'] );
+		if ( is_wp_error( $sent ) ) {
+			// The loopback did not start (refused, DNS, a host that blocks it): the events are still in
+			// the schedule, so WP-Cron runs them; ask it now rather than on the next visit.
+			spawn_cron();
+		}
 	}
 
 	/**
@@ -150,13 +173,20 @@ class Compresso_Runner {
 					self::want();
 					break;
 				}
-				// Taken out of the schedule before it runs, as wp-cron.php does; an event a concurrent
-				// WP-Cron run took first is gone from the schedule and is skipped here.
-				if ( true !== wp_unschedule_event( $event['timestamp'], $event['hook'], $event['args'], true ) ) {
+				// Leased, not taken out of the schedule: if this request dies while the work runs, the event
+				// comes due again. An event a concurrent WP-Cron run took first is no longer where it was
+				// and is skipped here.
+				$leased = self::lease( $event['hook'], $event['args'], $event['timestamp'] );
+				if ( null === $leased ) {
+					continue;
+				}
+				if ( ! $leased ) {
 					// Not written (the database refused): left to WP-Cron rather than tried in a loop.
 					break;
 				}
 				do_action_ref_array( $event['hook'], $event['args'] );
+				// Only when the work returned: an exception leaves the lease to run out.
+				self::release( $event['hook'], $event['args'] );
 				++$ran;
 			}
 		} finally {
@@ -194,6 +224,108 @@ class Compresso_Runner {
 			}
 		}
 		return null;
+	}
+
+	/**
+	 * Moves an event LEASE seconds ahead (or, without $from, adds it there), in one write of the schedule,
+	 * and remembers that this request holds it. Two runners never lease the same event at once: one
+	 * runner at a time holds the runner's lock, and a WP-Cron run leases only an event it took out of the
+	 * schedule itself.
+	 *
+	 * @param string   $hook The event's hook.
+	 * @param array    $args The event's arguments.
+	 * @param int|null $from The timestamp the event is due at; null: add the event (WP-Cron took it out).
+	 * @return bool|null True when leased, null when the event is not at $from (another request took it),
+	 *                   false when the schedule could not be written.
+	 */
+	public static function lease( $hook, array $args, $from = null ) {
+		wp_cache_delete( 'alloptions', 'options' );
+		$until = time() + self::LEASE;
+		$crons = self::moved( _get_cron_array(), $hook, $args, $from, $until );
+		if ( null === $crons ) {
+			return null;
+		}
+		if ( true !== _set_cron_array( $crons, true ) ) {
+			return false;
+		}
+		self::$leases[ self::key( $hook, $args ) ] = $until;
+		return true;
+	}
+
+	/**
+	 * The event stays in the schedule while this request works on it: leased now unless this request
+	 * leased it already (the runner does before it runs an event; wp-cron.php takes it out instead).
+	 *
+	 * @param string $hook The event's hook.
+	 * @param array  $args The event's arguments.
+	 */
+	public static function hold( $hook, array $args ) {
+		if ( ! isset( self::$leases[ self::key( $hook, $args ) ] ) ) {
+			self::lease( $hook, $args );
+		}
+	}
+
+	/**
+	 * Ends this request's lease on an event: the leased event is removed from the schedule (the work is
+	 * over, or whoever releases schedules the event anew, as a quota wait does). An event someone
+	 * scheduled at another time meanwhile stays.
+	 *
+	 * @param string $hook The event's hook.
+	 * @param array  $args The event's arguments.
+	 */
+	public static function release( $hook, array $args ) {
+		$key = self::key( $hook, $args );
+		if ( ! isset( self::$leases[ $key ] ) ) {
+			return;
+		}
+		$until = self::$leases[ $key ];
+		unset( self::$leases[ $key ] );
+		wp_cache_delete( 'alloptions', 'options' );
+		$crons = _get_cron_array();
+		if ( isset( $crons[ $until ][ $hook ][ md5( serialize( $args ) ) ] ) ) { // phpcs:ignore WordPress.PHP.DiscouragedPHPFunctions.serialize_serialize -- core's key for an event's arguments.
+			wp_unschedule_event( $until, $hook, $args );
+		}
+	}
+
+	/**
+	 * The schedule with one single event moved (or added): a pure function of core's cron array.
+	 *
+	 * @param array    $crons timestamp => hook => args' key => event, as _get_cron_array() gives it.
+	 * @param string   $hook  The event's hook.
+	 * @param array    $args  The event's arguments.
+	 * @param int|null $from  Where the event is; null: add it (an identical event elsewhere is kept).
+	 * @param int      $to    Where it goes.
+	 * @return array|null The new schedule, in timestamp order; null when the event is not at $from.
+	 */
+	public static function moved( array $crons, $hook, array $args, $from, $to ) {
+		$key   = md5( serialize( $args ) ); // phpcs:ignore WordPress.PHP.DiscouragedPHPFunctions.serialize_serialize -- core's key for an event's arguments.
+		$event = array(
+			'schedule' => false,
+			'args'     => $args,
+		);
+		if ( null !== $from ) {
+			if ( ! isset( $crons[ $from ][ $hook ][ $key ] ) ) {
+				return null;
+			}
+			$event = $crons[ $from ][ $hook ][ $key ];
+			unset( $crons[ $from ][ $hook ][ $key ] );
+			if ( empty( $crons[ $from ][ $hook ] ) ) {
+				unset( $crons[ $from ][ $hook ] );
+			}
+			if ( empty( $crons[ $from ] ) ) {
+				unset( $crons[ $from ] );
+			}
+		}
+		$crons[ (int) $to ][ $hook ][ $key ] = $event;
+		ksort( $crons );
+		return $crons;
+	}
+
+	/**
+	 * @return string The key of an event in this request's leases.
+	 */
+	private static function key( $hook, array $args ) {
+		return $hook . '|' . md5( serialize( $args ) ); // phpcs:ignore WordPress.PHP.DiscouragedPHPFunctions.serialize_serialize
 	}
 
 	private static function lock() {

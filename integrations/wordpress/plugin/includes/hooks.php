@@ -18,7 +18,7 @@ add_action( 'admin_notices', 'compresso_setup_notice' );
 // wp_generate_attachment_metadata, not wp_update_attachment_metadata: core calls the latter after every
 // sub-size it makes, the former once, with 'create' or 'update'.
 add_filter( 'wp_generate_attachment_metadata', array( 'Compresso_Optimizer', 'on_generate_metadata' ), 20, 3 );
-add_action( Compresso_Optimizer::CRON_HOOK, array( 'Compresso_Optimizer', 'optimize' ) );
+add_action( Compresso_Optimizer::CRON_HOOK, array( 'Compresso_Optimizer', 'run_scheduled' ) );
 add_action( 'shutdown', array( 'Compresso_Optimizer', 'kick' ) );
 add_action( 'wp_ajax_' . Compresso_Runner::ACTION, array( 'Compresso_Runner', 'handle' ) );
 add_action( 'wp_ajax_nopriv_' . Compresso_Runner::ACTION, array( 'Compresso_Runner', 'handle' ) );

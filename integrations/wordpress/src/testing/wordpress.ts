@@ -212,3 +212,34 @@ export async function startWordPress(
     },
   };
 }
+
+/**
+ * What a test that waited in vain for the plugin's background work needs to say why: the plugin's
+ * events in the WP-Cron schedule (hook, arguments, seconds from now: a lease is a few minutes ahead),
+ * its locks (the runner's, the bulk tick's, the attachment's: Unix time taken, 0 when free), core's
+ * WP-Cron lock, and the attachment's record.
+ */
+export async function backgroundDiagnostics(wp: WordPress, attachmentId?: number): Promise<string> {
+  const id = attachmentId ?? 0;
+  const { value } = await wp.php<unknown>(`
+    wp_cache_delete( 'alloptions', 'options' );
+    $events = array();
+    foreach ( _get_cron_array() as $at => $hooks ) {
+      foreach ( Compresso_Runner::hooks() as $hook ) {
+        foreach ( isset( $hooks[ $hook ] ) ? $hooks[ $hook ] : array() as $event ) {
+          $events[] = array( 'hook' => $hook, 'args' => $event['args'], 'in' => $at - time() );
+        }
+      }
+    }
+    compresso_test_out( array(
+      'now' => time(),
+      'events' => $events,
+      'runner_lock' => compresso_lock_held_since( Compresso_Runner::LOCK_OPTION ),
+      'bulk_lock' => compresso_lock_held_since( Compresso_Bulk::LOCK_OPTION ),
+      'attachment_lock' => ${id} ? compresso_lock_held_since( Compresso_Optimizer::LOCK_PREFIX . ${id} ) : null,
+      'attempts' => ${id} ? (int) get_post_meta( ${id}, Compresso_Optimizer::ATTEMPTS_META, true ) : null,
+      'doing_cron' => get_transient( 'doing_cron' ),
+      'record' => ${id} ? Compresso_Optimizer::state( ${id} ) : null,
+    ) );`);
+  return JSON.stringify(value);
+}

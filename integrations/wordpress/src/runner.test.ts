@@ -1,0 +1,273 @@
+// The background runner does not lose work when a request dies, in a real WordPress against a real
+// Compresso server. The runner leases an event (moves it Compresso_Runner::LEASE seconds ahead) instead of
+// taking it out of the schedule, and removes it when the work is over. Death is simulated by an exception
+// thrown from inside the work (the request to the Compresso server), after the lease and the attempt were
+// taken; the time a dead runner's lease takes to run out is simulated by moving the leased event into the
+// past and leaving the locks a dead runner leaves behind, as old as the lease.
+//
+// Nothing runs behind the tests' backs: a must-use plugin turns WP-Cron's page-load spawns off
+// (DISABLE_WP_CRON) and refuses every loopback request (the runner's and spawn_cron()'s) with an error,
+// writing down which were asked for; each test runs the runner (or wp-cron.php) itself.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PLUGIN_FILE, sideloadPhp, startWordPress, type WordPress } from './testing/wordpress.ts';
+
+const CORPUS = join(import.meta.dirname, '../../../../shared/corpus');
+const PHOTO = 'photo-mate-Dune.jpg';
+
+let wp: WordPress;
+let api: TestServer;
+let key: string;
+
+const compressCalls = () => api.logLines.filter((l) => l.path === '/api/v1/compress').length;
+
+interface Look {
+  status: string;
+  error: { code: string; message: string } | null;
+  /** Seconds from now to the attachment's event (null: none scheduled). */
+  scheduledIn: number | null;
+  attempts: number;
+  runnerLock: number;
+  attachmentLock: number;
+}
+
+/** PHP: the attachment's record, its event and the locks, as `$look`. */
+function look(id: number): string {
+  return `wp_cache_delete( 'alloptions', 'options' ); wp_cache_delete( ${id}, 'post_meta' );
+    $s = Compresso_Optimizer::state( ${id} );
+    $at = wp_next_scheduled( Compresso_Optimizer::CRON_HOOK, array( ${id} ) );
+    $look = array(
+      'status' => $s['status'], 'error' => $s['error'],
+      'scheduledIn' => $at ? $at - time() : null,
+      'attempts' => (int) get_post_meta( ${id}, Compresso_Optimizer::ATTEMPTS_META, true ),
+      'runnerLock' => compresso_lock_held_since( Compresso_Runner::LOCK_OPTION ),
+      'attachmentLock' => compresso_lock_held_since( Compresso_Optimizer::LOCK_PREFIX . ${id} ),
+    );`;
+}
+
+async function upload(name: string): Promise<number> {
+  const { value } = await wp.php<number>(
+    `${sideloadPhp(`/corpus/${PHOTO}`, name)} compresso_test_out( $id );`,
+    {
+      asAdmin: true,
+    },
+  );
+  return value;
+}
+
+/** Runs a runner whose request dies (an exception) while it sends the attachment's first file. */
+async function dyingRunner(id: number): Promise<Look & { died: string }> {
+  const { value } = await wp.php<Look & { died: string }>(`
+    add_filter( 'pre_http_request', function ( $pre, $args, $url ) {
+      if ( false !== strpos( $url, '/api/v1/compress' ) ) { throw new RuntimeException( 'simulated death' ); }
+      return $pre;
+    }, 10, 3 );
+    $died = '';
+    try { Compresso_Runner::run(); } catch ( RuntimeException $e ) { $died = $e->getMessage(); }
+    ${look(id)} $look['died'] = $died; compresso_test_out( $look );`);
+  return value;
+}
+
+/**
+ * The lease runs out: the attachment's event comes due, and the locks the dead runner held are as old as
+ * the lease (a real death leaves them; the exception above released them on its way out).
+ */
+async function leaseRunsOut(id: number): Promise<void> {
+  await wp.php(`
+    wp_cache_delete( 'alloptions', 'options' );
+    $args = array( ${id} );
+    $at = wp_next_scheduled( Compresso_Optimizer::CRON_HOOK, $args );
+    if ( ! $at ) { throw new Exception( 'no event to let run out' ); }
+    _set_cron_array( Compresso_Runner::moved( _get_cron_array(), Compresso_Optimizer::CRON_HOOK, $args, $at, time() - 1 ) );
+    global $wpdb;
+    foreach ( array( Compresso_Runner::LOCK_OPTION, Compresso_Optimizer::LOCK_PREFIX . ${id} ) as $name ) {
+      $wpdb->replace( $wpdb->options, array( 'option_name' => $name, 'option_value' => (string) ( time() - Compresso_Runner::LEASE ), 'autoload' => 'no' ) );
+    }
+    compresso_test_out( 1 );`);
+}
+
+async function runRunner(id: number): Promise<Look & { ran: number }> {
+  const { value } = await wp.php<Look & { ran: number }>(
+    `$ran = Compresso_Runner::run(); ${look(id)} $look['ran'] = $ran; compresso_test_out( $look );`,
+  );
+  return value;
+}
+
+beforeAll(async () => {
+  api = await startTestServer({ dbPath: ':memory:', overrides: { maxUploadBytes: 20 * 1024 * 1024 } });
+  key = (await proAccount(api.db, 'runner@example.com')).key;
+  wp = await startWordPress({ mounts: [{ hostPath: CORPUS, vfsPath: '/corpus' }] });
+  const mu = wp.hostPath('/wordpress/wp-content/mu-plugins/compresso-test-loopbacks.php');
+  mkdirSync(join(mu, '..'), { recursive: true });
+  writeFileSync(
+    mu,
+    `<?php
+    define( 'DISABLE_WP_CRON', true );
+    add_filter( 'pre_http_request', function ( $pre, $args, $url ) {
+      foreach ( array( 'admin-ajax.php', 'wp-cron.php' ) as $loopback ) {
+        if ( false !== strpos( $url, $loopback ) ) {
+          $asked = get_option( 'compresso_test_loopbacks', array() );
+          $asked[] = $loopback;
+          update_option( 'compresso_test_loopbacks', $asked, false );
+          return new WP_Error( 'http_request_failed', 'loopback refused by the test' );
+        }
+      }
+      return $pre;
+    }, 10, 3 );
+`,
+  );
+  await wp.php(
+    `require_once ABSPATH . 'wp-admin/includes/plugin.php';
+    activate_plugin( '${PLUGIN_FILE}' );
+    compresso_test_out( 1 );`,
+    { asAdmin: true },
+  );
+  await wp.php(`update_option( 'compresso_settings', array_merge( compresso_get_settings(), array(
+      'server_url' => '${api.url}', 'api_key' => compresso_encrypt_secret( '${key}' ),
+      'quality' => 75, 'webp' => false, 'avif' => false, 'backups' => true, 'max_dimension' => 0,
+    ) ) );
+    compresso_test_out( compresso_is_connected() );`);
+}, 300_000);
+
+afterAll(async () => {
+  await wp?.close();
+  await api?.close();
+});
+
+describe('the runner when a request dies', { timeout: 600_000 }, () => {
+  let survivor: number;
+
+  it('leaves the event of a runner that died scheduled, and a later run finishes the attachment', async () => {
+    survivor = await upload('dies-once.jpg');
+    const calls = compressCalls();
+    const dead = await dyingRunner(survivor);
+    expect(dead.died).toBe('simulated death');
+    expect(dead.status).toBe('queued');
+    expect(dead.attempts).toBe(1);
+    // Leased: still scheduled, Compresso_Runner::LEASE (360 s) ahead (a second or two taken on the way).
+    expect(dead.scheduledIn).toBeGreaterThan(350);
+    expect(dead.scheduledIn).toBeLessThanOrEqual(360);
+    expect(compressCalls()).toBe(calls);
+
+    // A runner before the lease runs out leaves the event alone: the dead one might still be working.
+    const early = await runRunner(survivor);
+    expect(early.ran).toBe(0);
+    expect(early.status).toBe('queued');
+    expect(early.scheduledIn).toBeGreaterThan(340);
+
+    await leaseRunsOut(survivor);
+    const later = await runRunner(survivor);
+    expect(later).toMatchObject({
+      ran: 1,
+      status: 'done',
+      error: null,
+      scheduledIn: null,
+      attempts: 0,
+      runnerLock: 0,
+      attachmentLock: 0,
+    });
+    expect(compressCalls()).toBeGreaterThan(calls);
+  });
+
+  it('marks an image that kills PHP every time failed after three attempts, with a message the media library shows', async () => {
+    const poison = await upload('poison.jpg');
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const dead = await dyingRunner(poison);
+      expect(dead.died).toBe('simulated death');
+      expect(dead).toMatchObject({ status: 'queued', attempts: attempt });
+      expect(dead.scheduledIn).toBeGreaterThan(350);
+      await leaseRunsOut(poison);
+    }
+    const calls = compressCalls();
+    const last = await runRunner(poison);
+    expect(last).toMatchObject({ ran: 1, status: 'error', scheduledIn: null, attempts: 0 });
+    expect(last.error?.code).toBe('compresso_gave_up');
+    expect(last.error?.message).toMatch(/^Compresso stopped trying after 3 attempts: /);
+    // Given up without sending the image once more.
+    expect(compressCalls()).toBe(calls);
+    const { value: column } = await wp.php<string>(
+      `compresso_test_out( Compresso_Media::summary_html( ${poison}, true ) );`,
+      { asAdmin: true },
+    );
+    expect(column).toContain('Compresso stopped trying after 3 attempts');
+    expect(column).toContain('Try again');
+
+    // Try again (the media library's action queues it) starts a fresh count, and it is compressed.
+    const again = await wp.php<Look & { ran: number }>(
+      `Compresso_Optimizer::queue( ${poison}, 'manual' ); $ran = Compresso_Runner::run(); ${look(poison)} $look['ran'] = $ran; compresso_test_out( $look );`,
+    );
+    expect(again.value).toMatchObject({
+      ran: 1,
+      status: 'done',
+      error: null,
+      scheduledIn: null,
+      attempts: 0,
+    });
+  });
+
+  it('sends nothing for a stale event of an attachment already done, restored or failed', async () => {
+    const restored = await upload('restored.jpg');
+    await runRunner(restored);
+    const failed = await upload('failed.jpg');
+    const { value: prepared } = await wp.php<{ restored: unknown; failed: string }>(`
+      $r = Compresso_Optimizer::restore( ${restored} );
+      $s = Compresso_Optimizer::state( ${failed} );
+      $s['status'] = 'error'; $s['error'] = array( 'code' => 'INVALID_IMAGE', 'message' => 'recorded before' );
+      update_post_meta( ${failed}, Compresso_Optimizer::META, $s );
+      wp_clear_scheduled_hook( Compresso_Optimizer::CRON_HOOK, array( ${failed} ) );
+      compresso_test_out( array( 'restored' => $r, 'failed' => Compresso_Optimizer::state( ${failed} )['status'] ) );`);
+    expect(prepared).toEqual({ restored: true, failed: 'error' });
+    const calls = compressCalls();
+    // The events a runner that died after finishing its work would have left, come due.
+    const { value } = await wp.php<{ ran: number; states: string[]; left: boolean[] }>(`
+      $ids = array( ${survivor}, ${restored}, ${failed} );
+      foreach ( $ids as $id ) { wp_schedule_single_event( time() - 1, Compresso_Optimizer::CRON_HOOK, array( $id ) ); }
+      $ran = Compresso_Runner::run();
+      $states = array(); $left = array();
+      foreach ( $ids as $id ) {
+        wp_cache_delete( $id, 'post_meta' );
+        $states[] = Compresso_Optimizer::state( $id )['status'];
+        $left[] = (bool) wp_next_scheduled( Compresso_Optimizer::CRON_HOOK, array( $id ) );
+      }
+      compresso_test_out( array( 'ran' => $ran, 'states' => $states, 'left' => $left ) );`);
+    expect(value).toEqual({ ran: 3, states: ['done', 'new', 'error'], left: [false, false, false] });
+    expect(compressCalls()).toBe(calls);
+  });
+
+  it('leaves the event to WP-Cron when the runner’s loopback request fails, and WP-Cron alone finishes it', async () => {
+    await wp.php(
+      `delete_option( 'compresso_test_loopbacks' ); delete_transient( 'doing_cron' ); compresso_test_out( 1 );`,
+    );
+    // The upload's shutdown starts the runner: its request is refused, so spawn_cron() is asked at once.
+    const id = await upload('no-loopback.jpg');
+    const { value: after } = await wp.php<Look & { asked: string[] }>(
+      `${look(id)} $look['asked'] = get_option( 'compresso_test_loopbacks', array() ); compresso_test_out( $look );`,
+    );
+    expect(after.asked).toEqual(['admin-ajax.php', 'wp-cron.php']);
+    expect(after.status).toBe('queued');
+    expect(after.scheduledIn).not.toBeNull();
+    expect(after.scheduledIn).toBeLessThanOrEqual(0);
+
+    // WP-Cron on its own (a visit's spawn, or a system cron): wp-cron.php runs the event.
+    await wp.php(`delete_transient( 'doing_cron' ); compresso_test_out( 1 );`);
+    const cron = await fetch(`${wp.url}/wp-cron.php`);
+    expect(cron.status).toBe(200);
+    await cron.text();
+    // wp-cron.php may answer before its work ends (fastcgi_finish_request where PHP has it): the record
+    // is read until it leaves `queued`, for at most two minutes.
+    const started = performance.now();
+    let done = (await wp.php<Look>(`${look(id)} compresso_test_out( $look );`)).value;
+    while (done.status === 'queued' && performance.now() - started < 120_000) {
+      done = (await wp.php<Look>(`${look(id)} compresso_test_out( $look );`)).value;
+    }
+    expect(done).toMatchObject({
+      status: 'done',
+      error: null,
+      scheduledIn: null,
+      attempts: 0,
+      attachmentLock: 0,
+    });
+  });
+});
