@@ -194,6 +194,11 @@ export function prepareReferenceSimd(reference: RgbImage, sampling?: RowSampling
   });
 }
 
+/** False once the reference was released, or its module dropped after a failure: prepare it again. */
+export function simdReferenceLive(ref: SimdReference): boolean {
+  return ref.handle !== 0 && ref.generation === generation && current !== undefined;
+}
+
 /** How many of the reference's scales are row-sampled (see RowSampling). */
 export function sampledScalesSimd(ref: SimdReference): number {
   return using((i) => i.x.sampledScalesOf(ref.handle));
@@ -270,6 +275,11 @@ export function prepare(reference: RgbImage, sampling?: RowSampling): PreparedRe
   return simdFits(reference.width, reference.height)
     ? prepareReferenceSimd(reference, sampling)
     : prepareReference(reference, sampling);
+}
+
+/** Whether a reference from `prepare` can still be scored against (see `simdReferenceLive`). */
+export function preparedLive(reference: PreparedReference | SimdReference): boolean {
+  return !('simd' in reference) || simdReferenceLive(reference);
 }
 
 /** Free what `prepare` holds now rather than when it is collected. */
