@@ -1,7 +1,7 @@
 import type { CompressOptions, OutputFormat } from '@compresso/schema';
 import sharp from 'sharp';
 import { predictQuality } from './auto-predict.ts';
-import { type ChromaSubsampling, WEBP_EFFORT } from './encode.ts';
+import type { ChromaSubsampling } from './encode.ts';
 import { isSynthetic, measureFeatures } from './image-features.ts';
 import { backgroundsFor, decodeReferences, prepareReferences, scoreEncoded } from './metric/compare.ts';
 import { AUTO_ROW_SAMPLING, type RgbImage } from './metric/ssimulacra2.ts';
@@ -72,15 +72,17 @@ const CHROMA_EDGE_SHARE = 0.01;
 /**
  * WebP lossless for a synthetic image is encoded only when it can be the smaller output: an estimate
  * of its size (LOSSLESS_SAMPLE: the image's rows in bands of 32, one band of every 4, encoded
- * lossless and scaled by the rows left out) must be at most this many times the lossy answer's
- * bytes. A full lossless encode costs 4–5 lossy ones on a screenshot (issue 11: it was most of what
- * made screenshot WebP the dearest auto), the estimate a quarter of it. Measured on the 12 synthetic
- * corpus images at ≤ 2048 px (lossless WebP at effort 4): the estimate was 0.71–1.23× the true size,
- * so 1.3 misses no case where lossless is smaller; lossless won on 2 of them (a screenshot of curves,
- * an illustration with large flat areas), estimated at 1.04 and 1.23 of their true size.
+ * lossless at effort 1 and scaled by the rows left out) must be at most this many times the lossy
+ * answer's bytes. A full lossless encode costs 4–5 lossy ones on a screenshot (issue 11: it was most
+ * of what made screenshot WebP the dearest auto). Measured on the 12 synthetic corpus images at ≤
+ * 2048 px against the true size of the lossless encode auto keeps (effort 4): the estimate at effort 4
+ * was 0.71–1.23× the true size; at effort 1 (2026-11-27, the 15 synthetic corpus images flattened on
+ * grey) 0.79–1.23×, for 1.08 s of CPU over the 15 instead of 1.52 s (the 500-px scikit-image logo
+ * 64 → 19 ms, three lossy encodes' worth → one). So 1.3 misses no case where lossless is smaller;
+ * lossless won on 2 of them (a screenshot of curves, an illustration with large flat areas).
  */
 export const LOSSLESS_TRY_RATIO = 1.3;
-const LOSSLESS_SAMPLE = { band: 32, every: 4 };
+const LOSSLESS_SAMPLE = { band: 32, every: 4, effort: 1 };
 /** Images with fewer rows than this are not estimated: their lossless encode is cheap anyway. */
 const LOSSLESS_SAMPLE_MIN_ROWS = 256;
 
@@ -97,7 +99,7 @@ async function estimateLosslessWebp(image: RgbImage): Promise<number> {
     sample.set(pixels.subarray(y * stride, (y + 1) * stride), i * stride);
   });
   const encoded = await sharp(sample, { raw: { width: image.width, height: rows.length, channels } })
-    .webp({ lossless: true, effort: WEBP_EFFORT })
+    .webp({ lossless: true, effort: LOSSLESS_SAMPLE.effort })
     .toBuffer();
   return (encoded.length * image.height) / rows.length;
 }
