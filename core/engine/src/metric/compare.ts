@@ -2,7 +2,7 @@ import type { OutputFormat } from '@compresso/schema';
 import type { Sharp } from 'sharp';
 import {
   ALPHA_BACKGROUNDS,
-  decodeToRgb,
+  decodeToRgbs,
   prepareAsync,
   type RgbImage,
   type ScoreOptions,
@@ -29,14 +29,10 @@ export function backgroundsFor(hasAlpha: boolean, format: OutputFormat): Rgb[] {
   return ALPHA_BACKGROUNDS.map((b) => ({ ...b }));
 }
 
-/** The reference decoded once per background; `pipeline` gives a fresh first-frame pipeline each call. */
+/** The reference decoded once and laid over each background; `pipeline` gives the first-frame pipeline. */
 export async function decodeReferences(pipeline: () => Sharp, backgrounds: Rgb[]): Promise<Reference[]> {
-  return Promise.all(
-    backgrounds.map(async (background) => ({
-      background,
-      image: await decodeToRgb(pipeline(), { background }),
-    })),
-  );
+  const images = await decodeToRgbs(pipeline(), backgrounds);
+  return backgrounds.map((background, i) => ({ background, image: images[i]! }));
 }
 
 /** SSIMULACRA2 of encoded bytes against the reference(s), in the metric worker pool: the worst one. */
@@ -45,10 +41,12 @@ export async function scoreEncoded(
   data: Uint8Array,
   options: ScoreOptions = {},
 ): Promise<number> {
+  const candidates = await decodeToRgbs(
+    data,
+    references.map((r) => r.background),
+  );
   const scores = await Promise.all(
-    references.map(async ({ background, image }) =>
-      scoreAsync(image, await decodeToRgb(data, { background }), options),
-    ),
+    references.map(({ image }, i) => scoreAsync(image, candidates[i]!, options)),
   );
   return Math.min(...scores);
 }

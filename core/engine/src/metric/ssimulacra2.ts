@@ -145,6 +145,26 @@ function srgbToLinear(v: number): number {
   return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
 }
 
+/**
+ * The sRGB transfer curve at k / 255² for every k from 0 to 255²: an 8-bit value c at 8-bit alpha a
+ * over an 8-bit background value g blends to (a·c + (255 − a)·g) / 255², so compositing a transparent
+ * image takes one lookup a channel instead of a power function (on a 2048×1148 graphic with soft
+ * shadows the power function was 60 % of a score's CPU). The same values as computing the blend in
+ * doubles and decoding it, but for the rounding of the blend itself (below a Float32 step). Built on
+ * first use: 254 KiB.
+ */
+const COMPOSITE_STEPS = 255 * 255;
+let compositeToLinear: Float32Array | undefined;
+
+function compositeTable(): Float32Array {
+  if (!compositeToLinear) {
+    const table = new Float32Array(COMPOSITE_STEPS + 1);
+    for (let k = 0; k <= COMPOSITE_STEPS; k++) table[k] = srgbToLinear(k / COMPOSITE_STEPS);
+    compositeToLinear = table;
+  }
+  return compositeToLinear;
+}
+
 export function toLinear(image: RgbImage): Planes {
   const n = image.width * image.height;
   const out = planes(n);
@@ -153,19 +173,31 @@ export function toLinear(image: RgbImage): Planes {
   if (rgba && background) {
     // Blend in sRGB-encoded values (as browsers and the reference tool do), then decode; opaque
     // pixels take the table.
-    const bg = [background.r / 255, background.g / 255, background.b / 255] as const;
+    const bg = [background.r, background.g, background.b] as const;
+    if (bg.every((v) => Number.isInteger(v) && v >= 0 && v <= 255)) {
+      // 8-bit background: the blend is (a·c + (255 − a)·bg) / 255², one lookup in COMPOSITE_STEPS.
+      const table = compositeTable();
+      for (let i = 0, j = 0; i < n; i++, j += 4) {
+        const a = rgba[j + 3]!;
+        if (a === 255) {
+          r[i] = SRGB_TO_LINEAR[rgba[j]!]!;
+          g[i] = SRGB_TO_LINEAR[rgba[j + 1]!]!;
+          b[i] = SRGB_TO_LINEAR[rgba[j + 2]!]!;
+        } else {
+          const rest = 255 - a;
+          r[i] = table[a * rgba[j]! + rest * bg[0]]!;
+          g[i] = table[a * rgba[j + 1]! + rest * bg[1]]!;
+          b[i] = table[a * rgba[j + 2]! + rest * bg[2]]!;
+        }
+      }
+      return out;
+    }
     for (let i = 0, j = 0; i < n; i++, j += 4) {
       const a = rgba[j + 3]!;
-      if (a === 255) {
-        r[i] = SRGB_TO_LINEAR[rgba[j]!]!;
-        g[i] = SRGB_TO_LINEAR[rgba[j + 1]!]!;
-        b[i] = SRGB_TO_LINEAR[rgba[j + 2]!]!;
-      } else {
-        const t = a / 255;
-        r[i] = srgbToLinear((t * rgba[j]!) / 255 + (1 - t) * bg[0]);
-        g[i] = srgbToLinear((t * rgba[j + 1]!) / 255 + (1 - t) * bg[1]);
-        b[i] = srgbToLinear((t * rgba[j + 2]!) / 255 + (1 - t) * bg[2]);
-      }
+      const t = a / 255;
+      r[i] = srgbToLinear((t * rgba[j]!) / 255 + ((1 - t) * bg[0]) / 255);
+      g[i] = srgbToLinear((t * rgba[j + 1]!) / 255 + ((1 - t) * bg[1]) / 255);
+      b[i] = srgbToLinear((t * rgba[j + 2]!) / 255 + ((1 - t) * bg[2]) / 255);
     }
     return out;
   }
