@@ -19,6 +19,7 @@ import {
   scoreFromSubScores,
   ssimulacra2 as ssimulacra2Ts,
   subScores,
+  toLinear,
 } from './ssimulacra2.ts';
 
 const photo = corpus('photo-skimage-chelsea.png'); // 451×300: a real photo, scored in ~0.1 s
@@ -201,6 +202,45 @@ describe.each([typescript, webassembly] as Implementation<unknown>[])(
     }, 60_000);
   },
 );
+
+describe('compositing a transparent image', () => {
+  it('gives the linear values of the blend computed in doubles, for every alpha and value over both backgrounds', () => {
+    // toLinear looks the blend up in a 255²-entry table; the straightforward way computes the blend
+    // in doubles and decodes it with the power function. Every alpha × every value, both backgrounds.
+    const decode = (v: number) => (v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+    const n = 256 * 256;
+    const rgba = new Uint8Array(n * 4);
+    for (let a = 0; a < 256; a++)
+      for (let c = 0; c < 256; c++) {
+        const j = (a * 256 + c) * 4;
+        rgba.set([c, 255 - c, (c * 7) & 255, a], j);
+      }
+    let worst = 0;
+    for (const background of [
+      { r: 26, g: 26, b: 26 },
+      { r: 230, g: 230, b: 230 },
+      { r: 255, g: 0, b: 128 },
+    ]) {
+      const [r, g, b] = toLinear({ width: 256, height: 256, data: new Uint8Array(n * 3), rgba, background });
+      const bg = [background.r, background.g, background.b];
+      for (let i = 0; i < n; i++) {
+        const a = rgba[i * 4 + 3]!;
+        const t = a / 255;
+        for (const [plane, c] of [
+          [r, 0],
+          [g, 1],
+          [b, 2],
+        ] as const) {
+          const expected = Math.fround(decode((t * rgba[i * 4 + c]!) / 255 + ((1 - t) * bg[c]!) / 255));
+          const got = plane[i]!;
+          // Equal, or one Float32 step apart where the blend's own rounding crosses a step.
+          worst = Math.max(worst, Math.abs(got - expected) / Math.max(expected, 1e-30));
+        }
+      }
+    }
+    expect(worst).toBeLessThan(2.4e-7);
+  });
+});
 
 describe('decodeToRgb', () => {
   it('composites transparency onto the requested background', async () => {
