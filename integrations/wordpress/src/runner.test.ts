@@ -88,6 +88,38 @@ async function leaseRunsOut(id: number): Promise<void> {
     compresso_test_out( 1 );`);
 }
 
+/**
+ * `wp compresso optimize <id>` (the command class, called through a small WP_CLI stand-in: WP-CLI is not
+ * installed here); with `die`, its request dies (an exception) while it sends the attachment's first file.
+ */
+async function cliOptimize(
+  id: number,
+  die: boolean,
+): Promise<Look & { died: string; lines: [string, string][] }> {
+  const { value } = await wp.php<Look & { died: string; lines: [string, string][] }>(`
+    class Compresso_Test_Cli_Exit extends Exception {}
+    class WP_CLI {
+      public static $lines = array();
+      public static function log( $m ) { self::$lines[] = array( 'log', $m ); }
+      public static function warning( $m ) { self::$lines[] = array( 'warning', $m ); }
+      public static function success( $m ) { self::$lines[] = array( 'success', $m ); }
+      public static function error( $m ) { self::$lines[] = array( 'error', $m ); throw new Compresso_Test_Cli_Exit( $m ); }
+    }
+    require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-cli.php';
+    if ( ${die ? 'true' : 'false'} ) {
+      add_filter( 'pre_http_request', function ( $pre, $args, $url ) {
+        if ( false !== strpos( $url, '/api/v1/compress' ) ) { throw new RuntimeException( 'simulated death' ); }
+        return $pre;
+      }, 10, 3 );
+    }
+    $died = '';
+    try { ( new Compresso_Cli() )->optimize( array( '${id}' ), array() ); }
+    catch ( Compresso_Test_Cli_Exit $e ) {}
+    catch ( RuntimeException $e ) { $died = $e->getMessage(); }
+    ${look(id)} $look['died'] = $died; $look['lines'] = WP_CLI::$lines; compresso_test_out( $look );`);
+  return value;
+}
+
 async function runRunner(id: number): Promise<Look & { ran: number }> {
   const { value } = await wp.php<Look & { ran: number }>(
     `$ran = Compresso_Runner::run(); ${look(id)} $look['ran'] = $ran; compresso_test_out( $look );`,
@@ -205,6 +237,31 @@ describe('the runner when a request dies', { timeout: 600_000 }, () => {
       scheduledIn: null,
       attempts: 0,
     });
+  });
+
+  it('WP-CLI optimize tries an image Compresso was about to give up on, from a fresh count, and counts a death during the command', async () => {
+    const id = await upload('cli.jpg');
+    // What three tries that died leave (the previous test shows them): the runner's next turn gives up.
+    await wp.php(
+      `update_post_meta( ${id}, Compresso_Optimizer::ATTEMPTS_META, Compresso_Optimizer::MAX_ATTEMPTS ); compresso_test_out( 1 );`,
+    );
+    const calls = compressCalls();
+    const dead = await cliOptimize(id, true);
+    expect(dead.died).toBe('simulated death');
+    // Asked for by hand: tried (not given up on), with this try counted as the first of a new count.
+    expect(dead).toMatchObject({ status: 'queued', error: null, attempts: 1 });
+    // Its event kept, leased: the background runner takes it up after the lease, the death counted.
+    expect(dead.scheduledIn).toBeGreaterThan(350);
+    expect(dead.scheduledIn).toBeLessThanOrEqual(360);
+    expect(compressCalls()).toBe(calls);
+
+    const done = await cliOptimize(id, false);
+    expect(done).toMatchObject({ died: '', status: 'done', error: null, attempts: 0, scheduledIn: null });
+    expect(done.lines.at(-1)?.[0]).toBe('success');
+    expect(done.lines.at(-1)?.[1]).toMatch(
+      /^1 optimized, 0 already optimized, 0 failed; \d+ API requests\.$/,
+    );
+    expect(compressCalls()).toBeGreaterThan(calls);
   });
 
   it('sends nothing for a stale event of an attachment already done, restored or failed', async () => {

@@ -51,9 +51,8 @@ class Compresso_Cli {
 			'requests'  => 0,
 		);
 		foreach ( $ids as $id ) {
-			wp_clear_scheduled_hook( Compresso_Optimizer::CRON_HOOK, array( $id ) );
 			$before = Compresso_Optimizer::state( $id );
-			$state  = Compresso_Optimizer::optimize( $id );
+			$state  = $this->optimize_one( $id );
 			$sent   = (int) $state['requests'] - (int) $before['requests'];
 			$counts['requests'] += max( 0, $sent );
 			if ( 'waiting' === $state['status'] ) {
@@ -76,6 +75,33 @@ class Compresso_Cli {
 			WP_CLI::error( $summary );
 		}
 		WP_CLI::success( $summary );
+	}
+
+	/**
+	 * One image, asked for by hand. Tries that died before (PHP killed while the background runner
+	 * worked on it) are forgotten: the owner asked for this one, so an image marked failed after them, or
+	 * a count that would make Compresso give up on it, does not stop it. This try is counted like the
+	 * runner's (Compresso_Optimizer::attempt()), so a PHP death during the command is not lost. The
+	 * image's queued event, if it had one, stays in the schedule, leased, while the command works on it:
+	 * after such a death the background runner takes it up when the lease runs out, with the death
+	 * counted; when the work ends the event is gone (a new one the optimizer scheduled, after a quota
+	 * reset, stays).
+	 *
+	 * @param int $id The attachment.
+	 * @return array The attachment's record afterwards.
+	 */
+	private function optimize_one( $id ) {
+		$args   = array( $id );
+		$queued = false !== wp_next_scheduled( Compresso_Optimizer::CRON_HOOK, $args );
+		wp_clear_scheduled_hook( Compresso_Optimizer::CRON_HOOK, $args );
+		if ( $queued ) {
+			Compresso_Runner::lease( Compresso_Optimizer::CRON_HOOK, $args );
+		}
+		delete_post_meta( $id, Compresso_Optimizer::ATTEMPTS_META );
+		$state = Compresso_Optimizer::attempt( $id );
+		// Not in a `finally`: work that threw did not end, and its event must come due again.
+		Compresso_Runner::release( Compresso_Optimizer::CRON_HOOK, $args );
+		return $state;
 	}
 
 	/**
