@@ -8,7 +8,8 @@ import type { ScoreTask } from './worker.ts';
 export { type RgbImage, ssimulacra2 };
 
 /**
- * Metric threads. A 2048-px score keeps one core busy for ~1–2 s and holds ~150 MB of float planes,
+ * Metric threads. A 2048-px score keeps one core busy (~50–100 ms in WebAssembly, 1–2 s in the
+ * TypeScript implementation used above SIMD_MAX_PIXELS) and holds ~150 MB of float planes,
  * so on small machines one thread (the other core keeps encoding), never more than two: more would
  * only take cores away from libvips and multiply memory. Tasks beyond this wait in piscina's queue.
  */
