@@ -11,6 +11,7 @@
  *             auto chose: the evidence behind SMALL_IMAGE_SIDE and the small-image settings.
  *
  * Usage: node test/bench/auto-calibrate.ts [--part features|curves|small] [--tool PATH]
+ *        [--kinds photo,screenshot,…] [--out FILE]   (curves of some kinds only, into another file)
  * The reference tool (cloudinary/ssimulacra2, built from its public source, see FIELD-NOTES) is taken
  * from --tool, $SSIMULACRA2 or /work/tools/ssimulacra2/ssimulacra2; without it "small" is skipped.
  * Writes test/bench/results/auto-calibration.json (parts not run keep their previous values).
@@ -37,10 +38,16 @@ import { backgroundsFor, decodeReferences, scoreEncoded } from '../../core/engin
 import { DEFAULT_CORPUS, loadCorpus } from './corpus.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const OUT = join(HERE, 'results', 'auto-calibration.json');
 const { values } = parseArgs({
-  options: { part: { type: 'string' }, tool: { type: 'string' } },
+  options: {
+    part: { type: 'string' },
+    tool: { type: 'string' },
+    kinds: { type: 'string' },
+    out: { type: 'string' },
+  },
 });
+const OUT = values.out ?? join(HERE, 'results', 'auto-calibration.json');
+const onlyKinds = values.kinds?.split(',');
 const tool = values.tool ?? process.env.SSIMULACRA2 ?? '/work/tools/ssimulacra2/ssimulacra2';
 const parts = values.part ? [values.part] : ['features', 'curves', 'small'];
 const previous = existsSync(OUT) ? JSON.parse(readFileSync(OUT, 'utf8')) : {};
@@ -130,7 +137,9 @@ if (parts.includes('curves')) {
     // Photos first (the predictor's main case); the file is rewritten after every image, so a run
     // cut short still leaves what it measured.
     const order = (k: string) => (k === 'photo' ? 0 : 1);
-    const images = corpus.filter((i) => !i.heic).sort((a, b) => order(a.kind) - order(b.kind));
+    const images = corpus
+      .filter((i) => !i.heic && (!onlyKinds || onlyKinds.includes(i.kind)))
+      .sort((a, b) => order(a.kind) - order(b.kind));
     for (const image of images) {
       current = { name: image.name, kind: image.kind };
       for (const format of ['jpeg', 'webp', 'avif'] as const) {

@@ -9,7 +9,14 @@
  * smallest Q at which every photo reaches the floor, the issue 11 yardstick).
  *
  * Usage: node test/bench/auto-simulate.ts [--below N] [--above N] [--target-delta J,W,A]
+ *        [--synthetic FILE [--start J,W,A] [--slope S]]
  *   (defaults: the engine's AUTO_BELOW, AUTO_TOLERANCE and AUTO_SETTINGS targets)
+ * --synthetic replays the synthetic images' curves of FILE (auto-calibrate.ts --part curves --kinds
+ * screenshot,graphic,icon,chart,illus --out FILE) instead, each with the chroma auto picks for it
+ * (4:4:4 where chromaEdgeShare ≥ 0.01); --start and --slope put another first probe and first
+ * correction in place of auto-predict.ts's SYNTHETIC model, to compare one with the other. Synthetic
+ * curves are rougher than photos' (a logo's JPEG score can fall from Q 74 to Q 80), so the replay's
+ * step counts are an estimate to be checked with auto-speed.ts.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,16 +35,37 @@ interface Row {
 }
 
 const { values } = parseArgs({
-  options: { below: { type: 'string' }, above: { type: 'string' }, 'target-delta': { type: 'string' } },
+  options: {
+    below: { type: 'string' },
+    above: { type: 'string' },
+    'target-delta': { type: 'string' },
+    synthetic: { type: 'string' },
+    start: { type: 'string' },
+    slope: { type: 'string' },
+  },
 });
 const below = Number(values.below ?? AUTO_BELOW);
 const above = Number(values.above ?? AUTO_TOLERANCE);
 const delta = (values['target-delta'] ?? '0,0,0').split(',').map(Number);
 const MAX_STEPS = 4;
 
-const curves = JSON.parse(readFileSync(join(import.meta.dirname, 'results', 'auto-calibration.json'), 'utf8'))
-  .curves as { rows: Row[] };
-const rows = curves.rows.filter((r) => r.kind === 'photo');
+interface SyntheticRow extends Row {
+  variant: string;
+  synthetic: boolean;
+}
+const curvesFile = values.synthetic ?? join(import.meta.dirname, 'results', 'auto-calibration.json');
+const curves = JSON.parse(readFileSync(curvesFile, 'utf8')).curves as { rows: SyntheticRow[] };
+const rows: Row[] = values.synthetic
+  ? curves.rows.filter(
+      (r) =>
+        r.kind !== 'photo' &&
+        (r.format === 'webp' ||
+          r.variant === (r.synthetic && r.features.chromaEdgeShare >= 0.01 ? '4:4:4' : '4:2:0')),
+    )
+  : curves.rows.filter((r) => r.kind === 'photo');
+const startOverride = values.start?.split(',').map(Number);
+const slopeOverride = values.slope === undefined ? undefined : Number(values.slope);
+const FORMAT_INDEX = { jpeg: 0, webp: 1, avif: 2 } as const;
 
 function interp(row: Row, q: number, f: (p: Row['points'][number]) => number): number {
   const pts = row.points;
@@ -68,7 +96,11 @@ function auto(r: Row, target: number, cap: number): { t: Trial; steps: number } 
     return t;
   };
   const inBand = (t: Trial) => t.score >= target - below && t.score - target <= above;
-  const predicted = predictQuality(r.format, r.features, {}, target);
+  const model = predictQuality(r.format, r.features, {}, target);
+  const predicted = {
+    q: startOverride ? startOverride[FORMAT_INDEX[r.format]]! : model.q,
+    slope: slopeOverride ?? model.slope,
+  };
   const first = at(Math.min(cap, Math.max(30, predicted.q)));
   if (!inBand(first)) {
     const off = first.score - target;
@@ -119,7 +151,9 @@ function auto(r: Row, target: number, cap: number): { t: Trial; steps: number } 
 }
 
 console.log(`band [target − ${below}, target + ${above}], target deltas ${delta.join(', ')}`);
-console.log('format  target  photos  steps  mean   min   fixed Q (same worst case)  bytes vs fixed');
+console.log(
+  `format  target  ${values.synthetic ? 'images' : 'photos'}  steps  mean   min   fixed Q (same worst case)  bytes vs fixed`,
+);
 (['jpeg', 'webp', 'avif'] as const).forEach((format, i) => {
   const target = AUTO_SETTINGS[format].target + delta[i]!;
   const rs = rows.filter((r) => r.format === format);
