@@ -6,13 +6,21 @@
  */
 import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { WORDPRESS_BUILD, type WordPress } from './wordpress.ts';
 
-/** Where the screenshots are committed. */
-export const SCREENSHOTS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'screenshots');
+/**
+ * Where the screenshots go: into the committed `screenshots/` only when asked
+ * (`COMPRESSO_SCREENSHOTS=update`, to refresh the README's pictures), otherwise into a temporary
+ * directory, so a test run leaves the working tree as it found it. They are taken either way.
+ */
+export const SCREENSHOTS =
+  process.env.COMPRESSO_SCREENSHOTS === 'update'
+    ? join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'screenshots')
+    : join(tmpdir(), 'compresso-screenshots', 'wordpress');
 const CHROMIUM = '/usr/bin/chromium';
 // The builds package ships WordPress's static files (wp-admin/css, wp-includes/js, …) apart from the
 // PHP zip the harness installs: the browser gets them from there.
