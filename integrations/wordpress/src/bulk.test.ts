@@ -13,6 +13,7 @@ import { proAccount, startTestServer, type TestServer } from '@compresso/server/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rampJpeg } from './testing/images.ts';
 import { PLUGIN_FILE, startWordPress, type WordPress } from './testing/wordpress.ts';
+import { installWpCliStandIn } from './testing/wp-cli.ts';
 
 const IMAGES = 50;
 /** The account's requests per day: the run hits it about halfway. */
@@ -23,6 +24,8 @@ let wp: WordPress;
 let api: TestServer;
 let key: string;
 let dir: string;
+/** Where the WP-CLI stand-in is, for `require_once` (testing/wp-cli.ts). */
+let standIn: string;
 let ids: number[] = [];
 let refused = 0;
 const originals = new Map<number, { path: string; hash: string; size: number }>();
@@ -150,50 +153,8 @@ beforeAll(async () => {
   };
   dir = mkdtempSync(join(tmpdir(), 'compresso-bulk-'));
   for (let i = 0; i < IMAGES; i++) writeFileSync(join(dir, `bulk-${i}.jpg`), await rampJpeg(i, [5, 11, 17]));
-  writeFileSync(
-    join(dir, 'wp-cli-stand-in.php'),
-    `<?php
-namespace WP_CLI\\Utils {
-	function make_progress_bar( $label, $count ) {
-		return new \\Compresso_Test_Progress( $label, $count );
-	}
-}
-namespace {
-	class Compresso_Test_Cli_Exit extends Exception {}
-	class Compresso_Test_Progress {
-		public static $bars = array();
-		public $label; public $count; public $ticks = 0; public $finished = false;
-		public function __construct( $label, $count ) { $this->label = $label; $this->count = $count; self::$bars[] = $this; }
-		public function tick() { ++$this->ticks; }
-		public function finish() { $this->finished = true; }
-	}
-	class WP_CLI {
-		public static $lines = array();
-		public static function log( $m ) { self::$lines[] = array( 'log', $m ); }
-		public static function warning( $m ) { self::$lines[] = array( 'warning', $m ); }
-		public static function success( $m ) { self::$lines[] = array( 'success', $m ); }
-		public static function error( $m ) { self::$lines[] = array( 'error', $m ); throw new Compresso_Test_Cli_Exit( $m ); }
-	}
-	function compresso_test_cli( $command, $args = array(), $assoc = array() ) {
-		WP_CLI::$lines = array();
-		Compresso_Test_Progress::$bars = array();
-		require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-cli.php';
-		$exit = 0;
-		try {
-			( new Compresso_Cli() )->$command( $args, $assoc );
-		} catch ( Compresso_Test_Cli_Exit $e ) {
-			$exit = 1;
-		}
-		return array(
-			'exit' => $exit,
-			'lines' => WP_CLI::$lines,
-			'bars' => array_map( function ( $b ) { return array( 'label' => $b->label, 'count' => $b->count, 'ticks' => $b->ticks, 'finished' => $b->finished ); }, Compresso_Test_Progress::$bars ),
-		);
-	}
-}
-`,
-  );
   wp = await startWordPress({ mounts: [{ hostPath: dir, vfsPath: '/bulk-src' }] });
+  standIn = installWpCliStandIn(wp);
   await wp.php(
     `require_once ABSPATH . 'wp-admin/includes/plugin.php';
     activate_plugin( '${PLUGIN_FILE}' );
@@ -433,7 +394,7 @@ describe('bulk optimizer', { timeout: 900_000 }, () => {
     };
     const cli = async (command: string, args: string[] = [], assoc: Record<string, boolean> = {}) =>
       (
-        await wp.php<Cli>(`require_once '/bulk-src/wp-cli-stand-in.php';
+        await wp.php<Cli>(`require_once '${standIn}';
           compresso_test_out( compresso_test_cli( '${command}', ${JSON.stringify(args).replace(/^\[/, 'array(').replace(/\]$/, ')')}, array( ${Object.keys(
             assoc,
           )

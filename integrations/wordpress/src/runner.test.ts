@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLUGIN_FILE, sideloadPhp, startWordPress, type WordPress } from './testing/wordpress.ts';
+import { installWpCliStandIn } from './testing/wp-cli.ts';
 
 const CORPUS = join(import.meta.dirname, '../../../../shared/corpus');
 const PHOTO = 'photo-mate-Dune.jpg';
@@ -20,6 +21,8 @@ const PHOTO = 'photo-mate-Dune.jpg';
 let wp: WordPress;
 let api: TestServer;
 let key: string;
+/** Where the WP-CLI stand-in is, for `require_once` (testing/wp-cli.ts). */
+let standIn: string;
 
 const compressCalls = () => api.logLines.filter((l) => l.path === '/api/v1/compress').length;
 
@@ -97,15 +100,7 @@ async function cliOptimize(
   die: boolean,
 ): Promise<Look & { died: string; lines: [string, string][] }> {
   const { value } = await wp.php<Look & { died: string; lines: [string, string][] }>(`
-    class Compresso_Test_Cli_Exit extends Exception {}
-    class WP_CLI {
-      public static $lines = array();
-      public static function log( $m ) { self::$lines[] = array( 'log', $m ); }
-      public static function warning( $m ) { self::$lines[] = array( 'warning', $m ); }
-      public static function success( $m ) { self::$lines[] = array( 'success', $m ); }
-      public static function error( $m ) { self::$lines[] = array( 'error', $m ); throw new Compresso_Test_Cli_Exit( $m ); }
-    }
-    require_once COMPRESSO_PLUGIN_DIR . 'includes/class-compresso-cli.php';
+    require_once '${standIn}';
     if ( ${die ? 'true' : 'false'} ) {
       add_filter( 'pre_http_request', function ( $pre, $args, $url ) {
         if ( false !== strpos( $url, '/api/v1/compress' ) ) { throw new RuntimeException( 'simulated death' ); }
@@ -113,8 +108,7 @@ async function cliOptimize(
       }, 10, 3 );
     }
     $died = '';
-    try { ( new Compresso_Cli() )->optimize( array( '${id}' ), array() ); }
-    catch ( Compresso_Test_Cli_Exit $e ) {}
+    try { compresso_test_cli( 'optimize', array( '${id}' ) ); }
     catch ( RuntimeException $e ) { $died = $e->getMessage(); }
     ${look(id)} $look['died'] = $died; $look['lines'] = WP_CLI::$lines; compresso_test_out( $look );`);
   return value;
@@ -131,6 +125,7 @@ beforeAll(async () => {
   api = await startTestServer({ dbPath: ':memory:', overrides: { maxUploadBytes: 20 * 1024 * 1024 } });
   key = (await proAccount(api.db, 'runner@example.com')).key;
   wp = await startWordPress({ mounts: [{ hostPath: CORPUS, vfsPath: '/corpus' }] });
+  standIn = installWpCliStandIn(wp);
   const mu = wp.hostPath('/wordpress/wp-content/mu-plugins/compresso-test-loopbacks.php');
   mkdirSync(join(mu, '..'), { recursive: true });
   writeFileSync(
