@@ -119,7 +119,6 @@ export interface SimdReference {
   readonly height: number;
   /** Scales computed (as `scaleCount` of the padded size). */
   readonly scales: number;
-  readonly sampled: boolean;
   handle: number;
   readonly generation: number;
 }
@@ -185,7 +184,6 @@ export function prepareReferenceSimd(reference: RgbImage, sampling?: RowSampling
       width: reference.width,
       height: reference.height,
       scales: i.x.scaleCountOf(handle),
-      sampled: sampling !== undefined && image.height >= sampling.minHeight && sampling.every > 1,
       handle,
       generation,
     };
