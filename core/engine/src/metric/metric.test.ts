@@ -104,6 +104,23 @@ describe('ssimulacra2', () => {
     expect(a).toBe(ssimulacra2(ref, dist));
     expect(b).toBe(a);
   });
+
+  it('hands pixels to the worker in shared memory: decoded there, or copied there once', async () => {
+    // Decoded pixels are posted to the metric thread without a copy.
+    const ref = await decodeToRgb(photo);
+    const dist = await jpegAt(60);
+    expect(ref.data.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(dist.data.buffer).toBeInstanceOf(SharedArrayBuffer);
+    const transparent = await decodeToRgb(corpus('icon-oxygen-folder-red.png'));
+    expect(transparent.rgba?.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(transparent.data.buffer).toBeInstanceOf(SharedArrayBuffer);
+    // Pixels in ordinary memory (a caller's own arrays) give the same score, and stay the caller's.
+    const own = (image: RgbImage): RgbImage => ({ ...image, data: new Uint8Array(image.data) });
+    const ownRef = own(ref);
+    expect(await scoreAsync(ownRef, own(dist))).toBe(ssimulacra2(ref, dist));
+    expect(await scoreAsync(ownRef, own(dist))).toBe(ssimulacra2(ref, dist));
+    expect(ownRef.data.buffer).toBeInstanceOf(ArrayBuffer);
+  });
 });
 
 /** The two implementations: the TypeScript one and the WebAssembly SIMD one (simd.ts). */
