@@ -42,12 +42,15 @@ const { values } = parseArgs({
     synthetic: { type: 'string' },
     start: { type: 'string' },
     slope: { type: 'string' },
+    'far-above': { type: 'string' },
   },
 });
 const below = Number(values.below ?? AUTO_BELOW);
 const above = Number(values.above ?? AUTO_TOLERANCE);
 const delta = (values['target-delta'] ?? '0,0,0').split(',').map(Number);
 const MAX_STEPS = 4;
+/** auto.ts's FAR_ABOVE (not exported there): a first probe this far over the target jumps to Q 30. */
+const farAbove = Number(values['far-above'] ?? 10);
 
 interface SyntheticRow extends Row {
   variant: string;
@@ -107,7 +110,9 @@ function auto(r: Row, target: number, cap: number): { t: Trial; steps: number } 
     let q =
       off < 0
         ? Math.min(cap, first.q + Math.max(1, Math.ceil((0.3 - off) / predicted.slope)))
-        : Math.max(30, first.q - Math.max(1, Math.floor((off - 0.2) / predicted.slope)));
+        : off > farAbove
+          ? 30
+          : Math.max(30, first.q - Math.max(1, Math.floor((off - 0.2) / predicted.slope)));
     let pass = first.score >= target ? first : undefined;
     let fail = first.score >= target ? undefined : first;
     for (let step = 0; step < MAX_STEPS && q !== first.q; step++) {
@@ -121,6 +126,8 @@ function auto(r: Row, target: number, cap: number): { t: Trial; steps: number } 
         const slope = (pass.score - fail.score) / (pass.q - fail.q);
         next = fail.q + Math.ceil((target + 0.2 - fail.score) / Math.max(slope, 0.05));
         next = Math.min(pass.q - 1, Math.max(fail.q + 1, next));
+        // auto.ts's MIN_STEP_SAVING.
+        if (next === pass.q - 1 && (pass.bytes / fail.bytes) ** (1 / (pass.q - fail.q)) - 1 < 0.03) break;
       } else {
         const [a, b] = trials.slice(-2);
         const measured = a && b && b.q !== a.q ? (b.score - a.score) / (b.q - a.q) : 0;

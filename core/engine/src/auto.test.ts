@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   AUTO_BELOW,
   AUTO_FLOOR,
+  AUTO_MIN_Q,
   AUTO_SETTINGS,
   AUTO_TARGET,
   createAutoEncoder,
@@ -13,7 +14,7 @@ import { applyEncoder } from './encode.ts';
 import { createEngine } from './engine.ts';
 import { DEFAULT_LIMITS } from './limits.ts';
 import { closeMetricPool, decodeToRgb, ssimulacra2 } from './metric/index.ts';
-import { type EncodeVariant, prepare } from './optimize.ts';
+import { type EncodeVariant, encoderInput } from './optimize.ts';
 import { openSource } from './source.ts';
 import { corpus } from './test-support/corpus.ts';
 
@@ -154,31 +155,84 @@ describe('quality "auto"', () => {
       const fixed = await engine.optimize(input, { ...options, quality: auto.info.quality });
       expect(Buffer.compare(auto.data, fixed.data), `${name} ${format}`).toBe(0);
     }
+    // Transparent sources: their RGBA (WebP, AVIF) or their pixels flattened on white (JPEG) are
+    // decoded once; here every setting auto can choose is compared, since a graphic may end 4:4:4 or
+    // lossless. A 16-bit RGBA PNG and one that is partly transparent over a photo are among them.
+    const rgba16 = await sharp(corpus('icon-oxygen-konqueror.png')).toColourspace('rgb16').png().toBuffer();
+    const overPhoto = await sharp(dune)
+      .resize(512, 384)
+      .ensureAlpha(0.6)
+      .composite([{ input: corpus('icon-oxygen-folder-red.png'), gravity: 'centre' }])
+      .png()
+      .toBuffer();
+    const transparent = [
+      ['graphic-debian-emerald-logo.png', corpus('graphic-debian-emerald-logo.png')],
+      ['graphic-skimage-logo.png', corpus('graphic-skimage-logo.png')],
+      ['konqueror, 16-bit RGBA', rgba16],
+      ['Dune at 60 % alpha under a folder icon', overPhoto],
+    ] as const;
+    for (const [name, input] of transparent) {
+      for (const format of ['jpeg', 'webp', 'avif'] as const) {
+        const options = { max_dimension: 384, output_format: format, strip_exif: true } as const;
+        const auto = await engine.optimize(input, { ...options, quality: 'auto' });
+        const variant: EncodeVariant = {
+          ...(auto.info.chroma_subsampling ? { chromaSubsampling: auto.info.chroma_subsampling } : {}),
+          ...(auto.info.lossless ? { lossless: true } : {}),
+          ...(auto.info.near_lossless ? { nearLossless: true } : {}),
+        };
+        const fixed = await applyEncoder(
+          encoderInput(
+            await openSource(new Uint8Array(input), DEFAULT_LIMITS),
+            { ...options, quality: 'auto', png_to_jpeg: false },
+            format,
+          ),
+          { format, quality: auto.info.quality, ...variant },
+        ).toBuffer();
+        expect(Buffer.compare(auto.data, fixed), `${name} ${format} ${JSON.stringify(variant)}`).toBe(0);
+      }
+    }
   }, 600_000);
 
-  it('WebP: encodes a screenshot lossless only when its estimated size can beat the lossy answer', async () => {
-    const variantsTried = async (name: string, max_dimension: number) => {
-      const source = await openSource(corpus(name), DEFAULT_LIMITS);
-      const options = { max_dimension, strip_exif: true, png_to_jpeg: false, quality: 'auto' } as const;
-      const tried: EncodeVariant[] = [];
-      const found = await createAutoEncoder()(source, options, 'webp', async (quality, variant = {}) => {
-        tried.push(variant);
-        const settings = { format: 'webp', quality, ...variant } as const;
-        const { data, info } = await applyEncoder(prepare(source, options, 'webp'), settings).toBuffer({
-          resolveWithObject: true,
-        });
-        return { data, width: info.width, height: info.height, format: 'webp', quality, ...variant };
+  /** What auto encodes for `name` fitted into `max_dimension` px: every (quality, variant) in order. */
+  const encodesOf = async (name: string, format: 'jpeg' | 'webp' | 'avif', max_dimension: number) => {
+    const source = await openSource(corpus(name), DEFAULT_LIMITS);
+    const options = { max_dimension, strip_exif: true, png_to_jpeg: false, quality: 'auto' } as const;
+    const tried: (EncodeVariant & { quality: number })[] = [];
+    const found = await createAutoEncoder()(source, options, format, async (quality, variant = {}) => {
+      tried.push({ quality, ...variant });
+      const settings = { format, quality, ...variant } as const;
+      const { data, info } = await applyEncoder(encoderInput(source, options, format), settings).toBuffer({
+        resolveWithObject: true,
       });
-      return { tried, found };
-    };
+      return { data, width: info.width, height: info.height, format, quality, ...variant };
+    });
+    return { tried, found };
+  };
+
+  it('WebP: encodes a screenshot lossless only when its estimated size can beat the lossy answer', async () => {
     // Text on flat grey: lossless is 4× the lossy answer (65 KB against 16 KB), so it is not encoded.
-    const text = await variantsTried('screenshot-gimp-assign-5.png', 2048);
+    const text = await encodesOf('screenshot-gimp-assign-5.png', 'webp', 2048);
     expect(text.tried.some((v) => v.lossless)).toBe(false);
     expect(text.found.score).toBeGreaterThanOrEqual(AUTO_TARGET.webp - AUTO_BELOW);
-    // Thin curves: lossless is the smaller one, so it is encoded and chosen.
-    const curves = await variantsTried('screenshot-gimp-companding-curves-compared.png', 2048);
-    expect(curves.tried.some((v) => v.lossless)).toBe(true);
+    // Thin coloured curves: lossy WebP scores ~44 at any quality (4:2:0 only), more than FAR_BELOW
+    // under the target at the first probe, so the next encode is lossless, the smaller one, chosen.
+    const curves = await encodesOf('screenshot-gimp-companding-curves-compared.png', 'webp', 2048);
+    expect(curves.tried.map((v) => v.lossless ?? false)).toEqual([false, true]);
     expect(curves.found.encoded.lossless).toBe(true);
+    // A text graphic of 172 rows: estimated too (it used to be encoded lossless outright under 256
+    // rows); its lossless is ~5× the lossy answer.
+    const short = await encodesOf('graphic-skimage-text.png', 'webp', 2048);
+    expect(short.tried.some((v) => v.lossless)).toBe(false);
+    expect(short.found.score).toBeGreaterThanOrEqual(AUTO_TARGET.webp - AUTO_BELOW);
+  }, 600_000);
+
+  it('a first probe far over the target goes straight to the lowest quality (flat graphics)', async () => {
+    // The Arc graphic is flat colour: JPEG scores ~98 at every quality. Two encodes: the predicted
+    // quality, then AUTO_MIN_Q, which passes and is the answer.
+    const arc = await encodesOf('graphic-mate-Arc-Colors-Transparent.png', 'jpeg', 1024);
+    expect(arc.tried.map((t) => t.quality)).toEqual([arc.tried[0]!.quality, AUTO_MIN_Q]);
+    expect(arc.found.encoded.quality).toBe(AUTO_MIN_Q);
+    expect(arc.found.score).toBeGreaterThanOrEqual(AUTO_TARGET.jpeg);
   }, 600_000);
 
   it('AVIF: 4:4:4 only for graphics with coloured edges; a soft illustration stays 4:2:0 at the target', async () => {

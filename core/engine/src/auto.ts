@@ -74,17 +74,25 @@ const CHROMA_EDGE_SHARE = 0.01;
  * of its size (LOSSLESS_SAMPLE: the image's rows in bands of 32, one band of every 4, encoded
  * lossless at effort 1 and scaled by the rows left out) must be at most this many times the lossy
  * answer's bytes. A full lossless encode costs 4–5 lossy ones on a screenshot (issue 11: it was most
- * of what made screenshot WebP the dearest auto). Measured on the 12 synthetic corpus images at ≤
- * 2048 px against the true size of the lossless encode auto keeps (effort 4): the estimate at effort 4
- * was 0.71–1.23× the true size; at effort 1 (2026-11-27, the 15 synthetic corpus images flattened on
- * grey) 0.79–1.23×, for 1.08 s of CPU over the 15 instead of 1.52 s (the 500-px scikit-image logo
- * 64 → 19 ms, three lossy encodes' worth → one). So 1.3 misses no case where lossless is smaller;
- * lossless won on 2 of them (a screenshot of curves, an illustration with large flat areas).
+ * of what made screenshot WebP the dearest auto). Measured against the true size of the lossless
+ * encode auto keeps (effort 4) on the 15 synthetic corpus images fitted into 2048, 1024, 512 and 256
+ * px (2026-11-27, 60 cases from 92 to 1 800 rows): the estimate was 0.68–1.30× the true size
+ * (0.79–1.23× at 2048 px), so this ratio misses no measured case where lossless is smaller. It costs
+ * about a twentieth of the lossless encode; images of every height are estimated since then (before,
+ * under 256 rows the lossless encode itself was made: 2.5 fixed encodes' worth on a 448 × 172 text
+ * graphic whose lossless was 5.6× its lossy answer).
  */
 export const LOSSLESS_TRY_RATIO = 1.3;
 const LOSSLESS_SAMPLE = { band: 32, every: 4, effort: 1 };
-/** Images with fewer rows than this are not estimated: their lossless encode is cheap anyway. */
-const LOSSLESS_SAMPLE_MIN_ROWS = 256;
+
+/**
+ * A first WebP probe this many points under the target on a synthetic image goes straight to
+ * lossless: lossy WebP is 4:2:0 only, and an image that scores this low at the predicted quality has
+ * colour detail that 4:2:0 destroys at any quality (the companding-curves screenshot: 41.9–46.8 from
+ * Q 56 to 94). The lossy search up to the cap only added encodes before the floor chain reached
+ * lossless anyway.
+ */
+const FAR_BELOW = 20;
 
 /** The estimated lossless WebP size of `image` (see LOSSLESS_TRY_RATIO). */
 async function estimateLosslessWebp(image: RgbImage): Promise<number> {
@@ -120,6 +128,30 @@ export const AUTO_MAX_Q = 98;
 export const AUTO_TOLERANCE = 1.5;
 /** How far under the target a candidate may score and still end the search (see AUTO_TOLERANCE). */
 export const AUTO_BELOW = 1;
+
+/**
+ * A first probe this many points over the target goes straight to AUTO_MIN_Q. Such an image
+ * (a logo, flat colours, a soft illustration) has a flat curve: on the synthetic corpus curves the
+ * Arc graphic scores 98.3 in JPEG from Q 56 to 94, the Debian logo 88–94 in WebP and the Gulp
+ * illustration 87–92 in JPEG, so a jump by the photo slope (0.6 a step) landed on a quality that
+ * still passed by far and took a third probe to reach the bottom. Where the bottom fails, it brackets
+ * the target with the first probe and the secant search goes on from there.
+ */
+const FAR_ABOVE = 10;
+
+/**
+ * With the target bracketed and the secant pointing one quality step under the passing candidate,
+ * the search stops there unless a step saves at least this share of the bytes (as measured between
+ * the bracket's two candidates). Near the target a step is worth 1.5–2.5 % on most photos, but an
+ * icon's WebP grew 18 % from Q 83 to Q 85 and a photo's AVIF 6 % from Q 73 to Q 74 (2026-11-27):
+ * there the extra encode pays.
+ */
+const MIN_STEP_SAVING = 0.03;
+
+/** The mean share of bytes one quality step adds between a failing and a passing candidate. */
+function stepSaving(pass: Trial, fail: Trial): number {
+  return (pass.encoded.data.length / fail.encoded.data.length) ** (1 / (pass.q - fail.q)) - 1;
+}
 
 /** Encodes scored at most per goal (target, then floor) before the best passing one is taken. */
 const MAX_STEPS = 4;
@@ -204,8 +236,6 @@ export function createAutoEncoder(
     const reference = () => prepare(source, { ...options, strip_exif: true }, 'jpeg');
     const references = await decodeReferences(reference, backgroundsFor(source.hasAlpha, format));
     const { width, height, data } = references[0]!.image;
-    // The candidates are encoded from these pixels where that gives the same bytes (optimize.ts).
-    if (references.length === 1) shareDecodedPixels(source, options, references[0]!.image);
     // Features from the pixels already decoded for the metric: no second decode and resize.
     const features = await measureFeatures(sharp(data, { raw: { width, height, channels: 3 } }));
     const small = Math.min(width, height) < SMALL_IMAGE_SIDE;
@@ -216,6 +246,8 @@ export function createAutoEncoder(
     // The reference side of the metric runs in its thread while the first candidate encodes; its
     // failure surfaces through the first score, which prepares it again.
     const ready = prepareReferences(references, { sampled }).catch(() => undefined);
+    // The candidates are encoded from pixels decoded once where that gives the same bytes (optimize.ts).
+    await shareDecodedPixels(source, options, format, references[0]!.image);
     // Animated WebP stays lossy: lossless animation frames are many times larger.
     const animated = source.frames > 1 && format === 'webp';
 
@@ -284,6 +316,8 @@ export function createAutoEncoder(
           const slope = (pass.score - fail.score) / (pass.q - fail.q);
           next = fail.q + Math.ceil((goal + 0.2 - fail.score) / Math.max(slope, 0.05));
           next = Math.min(pass.q - 1, Math.max(fail.q + 1, next));
+          // One step under a pass is not worth an encode and a score where a step saves little.
+          if (next === pass.q - 1 && stepSaving(pass, fail) < MIN_STEP_SAVING) break;
         } else {
           const [a, b] = trials.filter((x) => x.variant === variant).slice(-2);
           const measured = a && b && b.q !== a.q ? (b.score - a.score) / (b.q - a.q) : 0;
@@ -324,7 +358,7 @@ export function createAutoEncoder(
     let lossless: Trial | undefined;
     const tryLossless = async (against: Trial | undefined) => {
       if (!losslessCandidate || lossless) return;
-      if (against && height >= LOSSLESS_SAMPLE_MIN_ROWS) {
+      if (against) {
         const estimate = await estimateLosslessWebp(references[0]!.image);
         if (estimate > LOSSLESS_TRY_RATIO * against.encoded.data.length) return;
       }
@@ -341,11 +375,15 @@ export function createAutoEncoder(
       // with the second).
       const first = await at(start, primary);
       const off = first.score - target;
-      if (off < -AUTO_BELOW || off > AUTO_TOLERANCE) {
+      // Lossy WebP cannot get there (FAR_BELOW): lossless, tried next, is the answer.
+      const lossyHopeless = losslessCandidate && off < -FAR_BELOW;
+      if (!lossyHopeless && (off < -AUTO_BELOW || off > AUTO_TOLERANCE)) {
         const next =
           off < 0
             ? Math.min(cap, first.q + Math.max(1, Math.ceil((0.3 - off) / predicted.slope)))
-            : Math.max(lo, first.q - Math.max(1, Math.floor((off - 0.2) / predicted.slope)));
+            : off > FAR_ABOVE
+              ? lo
+              : Math.max(lo, first.q - Math.max(1, Math.floor((off - 0.2) / predicted.slope)));
         if (next !== first.q) await search(target, lo, cap, next, primary, AUTO_BELOW);
       }
     } else {

@@ -84,34 +84,75 @@ function flattenForJpeg(pipeline: Sharp, source: Source, format: OutputFormat): 
 }
 
 /**
- * Pixels quality "auto" decoded for its metric, handed to the encodes of its candidates: see
+ * Pixels quality "auto" decoded once, handed to the encodes of its candidates: see
  * `shareDecodedPixels`. Keyed by the source; the options object must be the one encode is called with.
  */
-const sharedPixels = new WeakMap<Source, { options: CompressOptions; image: RgbImage }>();
+const sharedPixels = new WeakMap<
+  Source,
+  {
+    options: CompressOptions;
+    format: OutputFormat;
+    width: number;
+    height: number;
+    data: Uint8Array;
+    channels: 3 | 4;
+  }
+>();
 
 /**
  * Quality "auto" decodes and resizes the source once for the metric's reference; each candidate it
- * encodes would decode and resize it again (a third of a JPEG encode from a JPEG source at 2048 px).
- * Where those pixels are exactly what the encoder would be given — metadata stripped (so the
- * encoder writes none, and sharp has already converted to sRGB through any ICC profile), opaque,
- * one frame, three colour channels in sRGB (8 or 16 bits) — the candidates are encoded from them
- * instead. The output is the same to the byte (checked on JPEG and PNG sources with and without
- * ICC profiles, at 72 and 300 dpi, in JPEG, WebP and AVIF). Any other source is left alone.
+ * encodes would decode and resize it again (a third of a JPEG encode from a JPEG source at 2048 px;
+ * on a transparent 3-megapixel PNG, 150–190 ms of a 250-ms JPEG candidate, 2026-11-27). Where the
+ * pixels are exactly what the encoder would be given — metadata stripped (so the encoder writes none,
+ * and sharp has already converted to sRGB through any ICC profile), one frame, sRGB colour channels
+ * (8 or 16 bits) — the candidates are encoded from them instead:
+ * - an opaque source: the reference's RGB;
+ * - a transparent one into WebP or AVIF: the reference's RGBA (when its alpha is not opaque
+ *   everywhere; the metric keeps RGBA only then);
+ * - a transparent one into JPEG: its pixels flattened on JPEG_BACKGROUND as the encoder's pipeline
+ *   flattens them, decoded here once (the reference keeps RGBA, which the metric composites itself).
+ * The output is the same to the byte (auto.test.ts: JPEG and PNG sources with and without ICC
+ * profiles, 16-bit, transparent, in JPEG, WebP and AVIF). Any other source is left alone.
  */
-export function shareDecodedPixels(source: Source, options: CompressOptions, image: RgbImage): void {
+export async function shareDecodedPixels(
+  source: Source,
+  options: CompressOptions,
+  format: OutputFormat,
+  reference: RgbImage,
+): Promise<void> {
   const m = source.metadata;
-  if (!options.strip_exif || source.hasAlpha || source.frames !== 1 || source.heic || !m) return;
-  if (m.channels !== 3 || (m.space !== 'srgb' && m.space !== 'rgb16')) return;
-  if (image.rgba || image.data.length !== image.width * image.height * 3) return;
-  sharedPixels.set(source, { options, image });
+  if (!options.strip_exif || source.frames !== 1 || source.heic || !m) return;
+  if (m.space !== 'srgb' && m.space !== 'rgb16') return;
+  const { width, height } = reference;
+  const share = (data: Uint8Array, channels: 3 | 4) =>
+    sharedPixels.set(source, { options, format, width, height, data, channels });
+  if (!source.hasAlpha) {
+    if (m.channels === 3 && !reference.rgba && reference.data.length === width * height * 3)
+      share(reference.data, 3);
+    return;
+  }
+  if (m.channels !== 4) return;
+  if (format === 'jpeg') {
+    const { data, info } = await encoderInput(source, options, format)
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    if (info.channels === 3 && info.width === width && info.height === height) share(data, 3);
+  } else if (reference.rgba && reference.rgba.length === width * height * 4) {
+    share(reference.rgba, 4);
+  }
 }
 
 function pipelineFor(source: Source, options: CompressOptions, format: OutputFormat): Sharp {
-  const shared = format === 'png' || format === 'gif' ? undefined : sharedPixels.get(source);
-  if (shared && shared.options === options) {
-    const { width, height, data } = shared.image;
-    return sharp(data, { raw: { width, height, channels: 3 } });
+  const shared = sharedPixels.get(source);
+  if (shared && shared.options === options && shared.format === format) {
+    const { width, height, data, channels } = shared;
+    return sharp(data, { raw: { width, height, channels } });
   }
+  return encoderInput(source, options, format);
+}
+
+/** What an encoder reads, decoded from the source: `prepare`, and flattened on white for JPEG. */
+export function encoderInput(source: Source, options: CompressOptions, format: OutputFormat): Sharp {
   return flattenForJpeg(prepare(source, options, format), source, format);
 }
 
