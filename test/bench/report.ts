@@ -18,6 +18,12 @@ export interface AutoVsFixed {
   fixedImagesPerSecond: number;
   /** Fixed-default images/s ÷ auto's: what one auto image costs in fixed encodes. */
   autoCost: number;
+  /**
+   * Auto's CPU time per image ÷ the fixed default's (whole process: main, libvips and metric
+   * threads). What a saturated server pays per image; free of the idle core at the end of a small
+   * batch that the images/s ratio counts (run.ts Batch.cpuSeconds).
+   */
+  autoCpuCost?: number;
   /** Mean candidate encodes scored per image (load-independent cost). */
   autoSteps: number | null;
   /** --search: the pre-issue-11 bisection on the same images. */
@@ -26,6 +32,7 @@ export interface AutoVsFixed {
   searchMinScore?: number | null;
   searchImagesPerSecond?: number;
   searchCost?: number;
+  searchCpuCost?: number;
   searchSteps?: number | null;
   autoVsSearchPercent?: number | null;
 }
@@ -209,7 +216,7 @@ export function markdown(result: BenchResult): string {
     );
     out.push('');
     out.push(
-      'Fixed Q: the smallest Compresso quality at which every image of the kind scores at least the floor (none: some image misses it even at 100). Auto cost: images/s at the fixed default ÷ images/s with auto (one auto image costs that many fixed encodes).',
+      'Fixed Q: the smallest Compresso quality at which every image of the kind scores at least the floor (none: some image misses it even at 100). Auto cost: images/s at the fixed default ÷ images/s with auto (one auto image costs that many fixed encodes). CPU cost: CPU time per image with auto ÷ at the fixed default (the whole process); it leaves out the core that idles at the end of a small batch while the last, slowest auto finishes.',
     );
     out.push('');
     const head = [
@@ -221,10 +228,18 @@ export function markdown(result: BenchResult): string {
       'auto vs fixed Q',
       'auto mean (min)',
       'auto cost',
+      'CPU cost',
       'auto steps',
     ];
     if (withSearch)
-      head.push('search bytes', 'auto vs search', 'search mean (min)', 'search cost', 'search steps');
+      head.push(
+        'search bytes',
+        'auto vs search',
+        'search mean (min)',
+        'search cost',
+        'search CPU cost',
+        'search steps',
+      );
     const cells = result.autoVsFixed.map((r) => {
       const row = [
         r.kind,
@@ -237,6 +252,7 @@ export function markdown(result: BenchResult): string {
           : `${r.autoVsWorstCasePercent > 0 ? '+' : ''}${n(r.autoVsWorstCasePercent)} %`,
         `${n(r.autoMeanScore)} (${n(r.autoMinScore)})`,
         `${n(r.autoCost)}×`,
+        r.autoCpuCost === undefined ? '—' : `${n(r.autoCpuCost)}×`,
         n(r.autoSteps),
       ];
       if (withSearch)
@@ -247,6 +263,7 @@ export function markdown(result: BenchResult): string {
             : `${r.autoVsSearchPercent > 0 ? '+' : ''}${n(r.autoVsSearchPercent)} %`,
           `${n(r.searchMeanScore)} (${n(r.searchMinScore)})`,
           r.searchCost === undefined ? '—' : `${n(r.searchCost)}×`,
+          r.searchCpuCost === undefined ? '—' : `${n(r.searchCpuCost)}×`,
           n(r.searchSteps),
         );
       return row;
@@ -258,6 +275,18 @@ export function markdown(result: BenchResult): string {
     out.push(line(head));
     out.push(`| ${widths.map((w, i) => (left(i) ? '-'.repeat(w) : `${'-'.repeat(w - 1)}:`)).join(' | ')} |`);
     for (const c of cells) out.push(line(c));
+    const mean = (xs: (number | undefined)[]) => {
+      const known = xs.filter((x): x is number => x !== undefined);
+      return known.length ? known.reduce((a, b) => a + b, 0) / known.length : undefined;
+    };
+    const rows = result.autoVsFixed;
+    const photos = rows.filter((r) => r.kind === 'photo');
+    const costs = (of: AutoVsFixed[]) =>
+      `${n(mean(of.map((r) => r.autoCost)))}× (CPU ${n(mean(of.map((r) => r.autoCpuCost)))}×)`;
+    out.push('');
+    out.push(
+      `Auto cost, the mean of the rows: ${costs(rows)} over all ${rows.length} kind × format rows; ${costs(photos)} over the photo rows.`,
+    );
   }
   out.push('');
   out.push(

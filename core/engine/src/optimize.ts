@@ -107,8 +107,8 @@ const sharedPixels = new WeakMap<
  * and sharp has already converted to sRGB through any ICC profile), one frame, sRGB colour channels
  * (8 or 16 bits) — the candidates are encoded from them instead:
  * - an opaque source: the reference's RGB;
- * - a transparent one into WebP or AVIF: the reference's RGBA (when its alpha is not opaque
- *   everywhere; the metric keeps RGBA only then);
+ * - a transparent one into WebP or AVIF: the reference's RGBA (where the alpha is 255 everywhere
+ *   the metric keeps RGB only, and the alpha goes back in);
  * - a transparent one into JPEG: its pixels flattened on JPEG_BACKGROUND as the encoder's pipeline
  *   flattens them, decoded here once (the reference keeps RGBA, which the metric composites itself).
  * The output is the same to the byte (auto.test.ts: JPEG and PNG sources with and without ICC
@@ -139,6 +139,17 @@ export async function shareDecodedPixels(
     if (info.channels === 3 && info.width === width && info.height === height) share(data, 3);
   } else if (reference.rgba && reference.rgba.length === width * height * 4) {
     share(reference.rgba, 4);
+  } else if (!reference.rgba && reference.data.length === width * height * 3) {
+    // An alpha channel opaque everywhere: the metric kept RGB only (decodeToRgbs), which is the
+    // decoded RGBA without its alpha; the alpha of 255 goes back in for the encoder.
+    const rgba = new Uint8Array(width * height * 4);
+    for (let i = 0, j = 0; i < rgba.length; i += 4, j += 3) {
+      rgba[i] = reference.data[j]!;
+      rgba[i + 1] = reference.data[j + 1]!;
+      rgba[i + 2] = reference.data[j + 2]!;
+      rgba[i + 3] = 255;
+    }
+    share(rgba, 4);
   }
 }
 

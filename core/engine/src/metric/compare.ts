@@ -45,13 +45,22 @@ export async function scoreEncoded(
     data,
     references.map((r) => r.background),
   );
+  // Where neither side shows its background (no transparent pixel), every background gives the
+  // same pair: it is scored once.
+  const pairs = references
+    .map(({ image }, i) => ({ reference: image, candidate: candidates[i]! }))
+    .filter(
+      (pair, i, all) =>
+        all.findIndex((p) => p.reference === pair.reference && p.candidate === pair.candidate) === i,
+    );
   const scores = await Promise.all(
-    references.map(({ image }, i) => scoreAsync(image, candidates[i]!, options)),
+    pairs.map(({ reference, candidate }) => scoreAsync(reference, candidate, options)),
   );
   return Math.min(...scores);
 }
 
 /** Start the reference side of the metric for every background (see `prepareAsync`). */
 export function prepareReferences(references: Reference[], options: ScoreOptions = {}): Promise<void> {
-  return Promise.all(references.map(({ image }) => prepareAsync(image, options))).then(() => undefined);
+  const distinct = [...new Set(references.map((r) => r.image))];
+  return Promise.all(distinct.map((image) => prepareAsync(image, options))).then(() => undefined);
 }

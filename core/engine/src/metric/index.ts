@@ -193,7 +193,15 @@ export async function decodeToRgbs(
       .toBuffer({ resolveWithObject: true });
     if (info.channels !== 4) throw new Error(`expected 4 channels after decoding, got ${info.channels}`);
     const rgba = sharedBytes(data);
-    return backgrounds.map((background) => composite(rgba, info.width, info.height, background));
+    const images = backgrounds.map((background, i) =>
+      i === 0 ? composite(rgba, info.width, info.height, background) : undefined,
+    );
+    // An alpha channel opaque everywhere shows no background: one image serves them all (and is
+    // scored once, see compare.ts).
+    if (!images[0]!.rgba) return backgrounds.map(() => images[0]!);
+    return backgrounds.map(
+      (background, i) => images[i] ?? composite(rgba, info.width, info.height, background),
+    );
   }
   const { data, info } = await pipeline
     .flatten({ background: backgrounds[0] ?? { r: 128, g: 128, b: 128 } })

@@ -2,7 +2,15 @@ import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { corpus } from '../test-support/corpus.ts';
 import { loopTurnsBefore } from '../test-support/loop-turns.ts';
-import { closeMetricPool, decodeToRgb, type RgbImage, scoreAsync, ssimulacra2 } from './index.ts';
+import { decodeReferences, scoreEncoded } from './compare.ts';
+import {
+  closeMetricPool,
+  decodeToRgb,
+  decodeToRgbs,
+  type RgbImage,
+  scoreAsync,
+  ssimulacra2,
+} from './index.ts';
 import {
   prepareReferenceSimd,
   releaseReferenceSimd,
@@ -103,6 +111,33 @@ describe('ssimulacra2', () => {
     const [a, b] = await Promise.all([scoreAsync(ref, dist), scoreAsync(ref, dist)]);
     expect(a).toBe(ssimulacra2(ref, dist));
     expect(b).toBe(a);
+  });
+
+  it('an alpha channel opaque everywhere gives one image for every background; scores stay the worse background', async () => {
+    const backgrounds = [
+      { r: 26, g: 26, b: 26 },
+      { r: 230, g: 230, b: 230 },
+    ];
+    // The scikit-image logo is RGBA with every pixel opaque; the folder icon has transparent pixels.
+    const [a, b] = await decodeToRgbs(corpus('graphic-skimage-logo.png'), backgrounds);
+    expect(a).toBe(b);
+    expect(a!.rgba).toBeUndefined();
+    const [c, d] = await decodeToRgbs(corpus('icon-oxygen-folder-red.png'), backgrounds);
+    expect(c).not.toBe(d);
+    expect(c!.rgba).toBe(d!.rgba);
+    // scoreEncoded scores such a pair once (compare.ts), and two distinct backgrounds by the worse.
+    const logo = corpus('graphic-skimage-logo.png');
+    const webp = await sharp(logo).webp({ quality: 60 }).toBuffer();
+    const references = await decodeReferences(() => sharp(logo), backgrounds);
+    const [candidate] = await decodeToRgbs(webp, backgrounds);
+    expect(await scoreEncoded(references, webp)).toBe(ssimulacra2(references[0]!.image, candidate!));
+    const folder = corpus('icon-oxygen-folder-red.png');
+    const folderWebp = await sharp(folder).webp({ quality: 60 }).toBuffer();
+    const folderRefs = await decodeReferences(() => sharp(folder), backgrounds);
+    const folderCandidates = await decodeToRgbs(folderWebp, backgrounds);
+    expect(await scoreEncoded(folderRefs, folderWebp)).toBe(
+      Math.min(...folderRefs.map((r, i) => ssimulacra2(r.image, folderCandidates[i]!))),
+    );
   });
 
   it('hands pixels to the worker in shared memory: decoded there, or copied there once', async () => {
