@@ -380,6 +380,21 @@ describe('bulk optimizer', { timeout: 900_000 }, () => {
     expect((await rest<{ code: string }>('/bulk/pause', { method: 'POST' })).body.code).toBe(
       'compresso_bulk_not_running',
     );
+    // A runner the start woke may still be at work on the tick's event: it leased it (moved it
+    // LEASE seconds ahead, a write that can land after the cancel took the event out, as WordPress
+    // rewrites the whole schedule) and removes it when the tick returns (at once here: the tick finds
+    // its lock taken or the run cancelled). Once no runner holds its lock, nothing of the run may be
+    // left scheduled. (It was read at once before, and a CI run of d18b412 found the leased event
+    // still there.)
+    const waitFrom = performance.now();
+    for (;;) {
+      const { value: held } = await wp.php<number>(
+        `compresso_test_out( compresso_lock_held_since( Compresso_Runner::LOCK_OPTION ) );`,
+      );
+      if (!held) break;
+      if (performance.now() - waitFrom > 120_000)
+        throw new Error('the runner still holds its lock after 120 s');
+    }
     const { value } = await wp.php<unknown>(
       `compresso_test_out( wp_next_scheduled( Compresso_Bulk::CRON_HOOK ) );`,
     );

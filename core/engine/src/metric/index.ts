@@ -184,14 +184,10 @@ export async function decodeToRgbs(
   backgrounds: readonly { r: number; g: number; b: number }[],
 ): Promise<RgbImage[]> {
   const pipeline = input instanceof Uint8Array ? sharp(input) : input;
-  // metadata() describes the input, not the pipeline, and leaves the pipeline usable.
-  if ((await pipeline.metadata()).hasAlpha) {
-    const { data, info } = await pipeline
-      .toColourspace('srgb')
-      .ensureAlpha()
-      .raw()
-      .toBuffer({ resolveWithObject: true });
-    if (info.channels !== 4) throw new Error(`expected 4 channels after decoding, got ${info.channels}`);
+  // One decode: sRGB keeps an alpha channel where the input has one (4 channels) and gives 3
+  // otherwise (a separate metadata() call first cost an extra libvips call per candidate).
+  const { data, info } = await pipeline.toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+  if (info.channels === 4) {
     const rgba = sharedBytes(data);
     const images = backgrounds.map((background, i) =>
       i === 0 ? composite(rgba, info.width, info.height, background) : undefined,
@@ -203,13 +199,7 @@ export async function decodeToRgbs(
       (background, i) => images[i] ?? composite(rgba, info.width, info.height, background),
     );
   }
-  const { data, info } = await pipeline
-    .flatten({ background: backgrounds[0] ?? { r: 128, g: 128, b: 128 } })
-    .toColourspace('srgb')
-    .removeAlpha()
-    .raw()
-    .toBuffer({ resolveWithObject: true });
-  if (info.channels !== 3) throw new Error(`expected 3 channels after decoding, got ${info.channels}`);
+  if (info.channels !== 3) throw new Error(`expected 3 or 4 channels after decoding, got ${info.channels}`);
   const image: RgbImage = {
     width: info.width,
     height: info.height,
