@@ -136,7 +136,15 @@ export async function shareDecodedPixels(
     const { data, info } = await encoderInput(source, options, format)
       .raw()
       .toBuffer({ resolveWithObject: true });
-    if (info.channels === 3 && info.width === width && info.height === height) share(data, 3);
+    // 8-bit RGB of the reference's size (sharp's raw output here, 16-bit sources included), or
+    // nothing is shared.
+    if (
+      info.channels === 3 &&
+      info.width === width &&
+      info.height === height &&
+      data.length === width * height * 3
+    )
+      share(data, 3);
   } else if (reference.rgba && reference.rgba.length === width * height * 4) {
     share(reference.rgba, 4);
   } else if (!reference.rgba && reference.data.length === width * height * 3) {
