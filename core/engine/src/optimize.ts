@@ -102,7 +102,7 @@ const sharedPixels = new WeakMap<
 /**
  * Quality "auto" decodes and resizes the source once for the metric's reference; each candidate it
  * encodes would decode and resize it again (a third of a JPEG encode from a JPEG source at 2048 px;
- * on a transparent 3-megapixel PNG, 150–190 ms of a 250-ms JPEG candidate, 2026-11-27). Where the
+ * on a transparent 3-megapixel PNG, 30–70 ms of a 230–290-ms JPEG candidate, 2026-11-27). Where the
  * pixels are exactly what the encoder would be given — metadata stripped (so the encoder writes none,
  * and sharp has already converted to sRGB through any ICC profile), one frame, sRGB colour channels
  * (8 or 16 bits) — the candidates are encoded from them instead:
