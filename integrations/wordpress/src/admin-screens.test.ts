@@ -8,7 +8,7 @@ import { proAccount, startTestServer, type TestServer } from '@compresso/server/
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, makeOffline, openAdmin, overflow, SCREENSHOTS } from './testing/admin-browser.ts';
-import { PLUGIN_FILE, startWordPress, type WordPress } from './testing/wordpress.ts';
+import { activatePlugin, startWordPress, type WordPress } from './testing/wordpress.ts';
 
 const SETTINGS = 'wp-admin/options-general.php?page=compresso';
 
@@ -20,12 +20,7 @@ beforeAll(async () => {
   const key = (await proAccount(api.db, 'screens@example.com')).key;
   wp = await startWordPress();
   makeOffline(wp);
-  await wp.php(
-    `require_once ABSPATH . 'wp-admin/includes/plugin.php';
-    activate_plugin( '${PLUGIN_FILE}' );
-    compresso_test_out( 1 );`,
-    { asAdmin: true },
-  );
+  await activatePlugin(wp);
   await wp.php(`update_option( 'compresso_settings', array_merge( compresso_get_settings(), array(
       'server_url' => '${api.url}', 'api_key' => compresso_encrypt_secret( '${key}' ), 'avif' => true ) ) );
     compresso_test_out( 1 );`);

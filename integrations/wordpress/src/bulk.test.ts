@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rampJpeg } from './testing/images.ts';
-import { PLUGIN_FILE, startWordPress, type WordPress } from './testing/wordpress.ts';
+import { activatePlugin, startWordPress, type WordPress } from './testing/wordpress.ts';
 import { installWpCliStandIn } from './testing/wp-cli.ts';
 
 const IMAGES = 50;
@@ -155,13 +155,7 @@ beforeAll(async () => {
   for (let i = 0; i < IMAGES; i++) writeFileSync(join(dir, `bulk-${i}.jpg`), await rampJpeg(i, [5, 11, 17]));
   wp = await startWordPress({ mounts: [{ hostPath: dir, vfsPath: '/bulk-src' }] });
   standIn = installWpCliStandIn(wp);
-  await wp.php(
-    `require_once ABSPATH . 'wp-admin/includes/plugin.php';
-    activate_plugin( '${PLUGIN_FILE}' );
-    wp_create_user( 'subscriber', 'subscriber-pass', 'subscriber@example.com' );
-    compresso_test_out( 'ok' );`,
-    { asAdmin: true },
-  );
+  await activatePlugin(wp, `wp_create_user( 'subscriber', 'subscriber-pass', 'subscriber@example.com' );`);
   // The library exists before the plugin is connected (nothing queued on upload), as on a site that
   // installs the plugin and then optimizes what it already has.
   const { value } = await wp.php<{ ids: number[]; files: string[]; sizes: number }>(

@@ -11,7 +11,13 @@ import { join } from 'node:path';
 import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fieldValue, sessionFor, type WpSession } from './testing/browser.ts';
-import { PLUGIN_FILE, sideloadPhp, startWordPress, type WordPress } from './testing/wordpress.ts';
+import {
+  activatePlugin,
+  PLUGIN_FILE,
+  sideloadPhp,
+  startWordPress,
+  type WordPress,
+} from './testing/wordpress.ts';
 
 const CORPUS = join(import.meta.dirname, '../../../../shared/corpus');
 const SETTINGS = 'wp-admin/options-general.php?page=compresso';
@@ -197,12 +203,7 @@ beforeAll(async () => {
     wp.hostPath('/wordpress/wp-content/mu-plugins/offline.php'),
     "<?php\ndefine( 'DISABLE_WP_CRON', true );\n",
   );
-  await wp.php(
-    `require_once ABSPATH . 'wp-admin/includes/plugin.php';
-    activate_plugin( '${PLUGIN_FILE}' );
-    compresso_test_out( 1 );`,
-    { asAdmin: true },
-  );
+  await activatePlugin(wp);
   // Uploaded before the plugin is connected (so nothing is queued), then optimized here, for real,
   // by the Compresso server: the original and its sizes compressed, WebP and AVIF copies beside them.
   const uploaded = await wp.php<{ id: number; url: string; path: string; files: Record<string, string> }>(

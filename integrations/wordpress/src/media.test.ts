@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionFor, type WpSession } from './testing/browser.ts';
-import { PLUGIN_FILE, startWordPress, type WordPress } from './testing/wordpress.ts';
+import { activatePlugin, startWordPress, type WordPress } from './testing/wordpress.ts';
 
 const CORPUS = join(import.meta.dirname, '../../../../shared/corpus');
 
@@ -112,13 +112,7 @@ beforeAll(async () => {
     }, 20 );
 `,
   );
-  await wp.php(
-    `require_once ABSPATH . 'wp-admin/includes/plugin.php';
-    activate_plugin( '${PLUGIN_FILE}' );
-    wp_create_user( 'subscriber', 'subscriber-pass', 'subscriber@example.com' );
-    compresso_test_out( 'ok' );`,
-    { asAdmin: true },
-  );
+  await activatePlugin(wp, `wp_create_user( 'subscriber', 'subscriber-pass', 'subscriber@example.com' );`);
   await settings({
     server_url: api.url,
     quality: 75,

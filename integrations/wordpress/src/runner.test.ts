@@ -12,7 +12,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PLUGIN_FILE, sideloadPhp, startWordPress, type WordPress } from './testing/wordpress.ts';
+import { activatePlugin, sideloadPhp, startWordPress, type WordPress } from './testing/wordpress.ts';
 import { installWpCliStandIn } from './testing/wp-cli.ts';
 
 const CORPUS = join(import.meta.dirname, '../../../../shared/corpus');
@@ -145,12 +145,7 @@ beforeAll(async () => {
     }, 10, 3 );
 `,
   );
-  await wp.php(
-    `require_once ABSPATH . 'wp-admin/includes/plugin.php';
-    activate_plugin( '${PLUGIN_FILE}' );
-    compresso_test_out( 1 );`,
-    { asAdmin: true },
-  );
+  await activatePlugin(wp);
   await wp.php(`update_option( 'compresso_settings', array_merge( compresso_get_settings(), array(
       'server_url' => '${api.url}', 'api_key' => compresso_encrypt_secret( '${key}' ),
       'quality' => 75, 'webp' => false, 'avif' => false, 'backups' => true, 'max_dimension' => 0,

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { proAccount, startTestServer, type TestServer } from '@compresso/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  activatePlugin,
   backgroundDiagnostics,
   PLUGIN_FILE,
   sideloadPhp,
@@ -80,12 +81,7 @@ beforeAll(async () => {
   api = await startTestServer({ dbPath: ':memory:', overrides: { maxUploadBytes: 20 * 1024 * 1024 } });
   key = (await proAccount(api.db, 'upload@example.com')).key;
   wp = await startWordPress({ mounts: [{ hostPath: CORPUS, vfsPath: '/corpus' }] });
-  await wp.php(
-    `require_once ABSPATH . 'wp-admin/includes/plugin.php';
-    activate_plugin( '${PLUGIN_FILE}' );
-    compresso_test_out( 'ok' );`,
-    { asAdmin: true },
-  );
+  await activatePlugin(wp);
   // activate_plugin() loads the plugin inside that request; the settings are written by the next one.
   await wp.php(`${configure(api.url)} compresso_test_out( compresso_is_connected() );`);
 }, 300_000);

@@ -214,6 +214,22 @@ export async function startWordPress(
 }
 
 /**
+ * Activates the plugin as an admin does (activate_plugin(), which loads it inside that request), then
+ * runs `andThen` (PHP, e.g. creating a user) in the same request; throws with WordPress's message when
+ * the activation is refused. The plugin's functions are there from the next request on.
+ */
+export async function activatePlugin(wp: WordPress, andThen = ''): Promise<void> {
+  const { value } = await wp.php<string>(
+    `require_once ABSPATH . 'wp-admin/includes/plugin.php';
+    $r = activate_plugin( '${PLUGIN_FILE}' );
+    ${andThen}
+    compresso_test_out( is_wp_error( $r ) ? $r->get_error_message() : 'ok' );`,
+    { asAdmin: true },
+  );
+  if (value !== 'ok') throw new Error(`the plugin could not be activated: ${value}`);
+}
+
+/**
  * What a test that waited in vain for the plugin's background work needs to say why: the plugin's
  * events in the WP-Cron schedule (hook, arguments, seconds from now: a lease is a few minutes ahead),
  * its locks (the runner's, the bulk tick's, the attachment's: Unix time taken, 0 when free), core's
