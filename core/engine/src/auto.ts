@@ -4,6 +4,7 @@ import { predictQuality } from './auto-predict.ts';
 import type { ChromaSubsampling } from './encode.ts';
 import { isSynthetic, measureFeatures } from './image-features.ts';
 import { backgroundsFor, decodeReferences, prepareReferences, scoreEncoded } from './metric/compare.ts';
+import { SharedScratch } from './metric/index.ts';
 import { AUTO_ROW_SAMPLING, type RgbImage } from './metric/ssimulacra2.ts';
 import { type AutoEncoder, type EncodeVariant, prepare, shareDecodedPixels } from './optimize.ts';
 import { DEFAULT_SCALE_QUALITY } from './quality.ts';
@@ -252,6 +253,8 @@ export function createAutoEncoder(
     const animated = source.frames > 1 && format === 'webp';
 
     const trials: Trial[] = [];
+    // The candidates' decoded pixels reuse the same shared memory from one score to the next.
+    const scratch = new SharedScratch();
     const key = (q: number, v: EncodeVariant) =>
       `${q}|${v.chromaSubsampling ?? ''}|${v.lossless ?? false}|${v.nearLossless ?? false}`;
     const cache = new Map<string, Trial>();
@@ -263,7 +266,7 @@ export function createAutoEncoder(
         // screenshot wrote the same file): their score is already known.
         const same = trials.find((t) => t.encoded.data.equals(encoded.data));
         await ready;
-        const score = same ? same.score : await scoreEncoded(references, encoded.data, { sampled });
+        const score = same ? same.score : await scoreEncoded(references, encoded.data, { sampled }, scratch);
         hit = { q, variant, encoded, score };
         cache.set(key(q, variant), hit);
         trials.push(hit);

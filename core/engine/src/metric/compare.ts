@@ -6,6 +6,7 @@ import {
   prepareAsync,
   type RgbImage,
   type ScoreOptions,
+  type SharedScratch,
   scoreAsync,
 } from './index.ts';
 
@@ -35,15 +36,21 @@ export async function decodeReferences(pipeline: () => Sharp, backgrounds: Rgb[]
   return backgrounds.map((background, i) => ({ background, image: images[i]! }));
 }
 
-/** SSIMULACRA2 of encoded bytes against the reference(s), in the metric worker pool: the worst one. */
+/**
+ * SSIMULACRA2 of encoded bytes against the reference(s), in the metric worker pool: the worst one.
+ * With `scratch`, the candidate's pixels go into its buffers and are handed back once scored (a
+ * search scoring candidate after candidate reuses the same memory).
+ */
 export async function scoreEncoded(
   references: Reference[],
   data: Uint8Array,
   options: ScoreOptions = {},
+  scratch?: SharedScratch,
 ): Promise<number> {
   const candidates = await decodeToRgbs(
     data,
     references.map((r) => r.background),
+    scratch,
   );
   // Where neither side shows its background (no transparent pixel), every background gives the
   // same pair: it is scored once.
@@ -56,6 +63,7 @@ export async function scoreEncoded(
   const scores = await Promise.all(
     pairs.map(({ reference, candidate }) => scoreAsync(reference, candidate, options)),
   );
+  scratch?.give(candidates);
   return Math.min(...scores);
 }
 

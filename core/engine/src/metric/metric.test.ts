@@ -8,6 +8,7 @@ import {
   decodeToRgb,
   decodeToRgbs,
   type RgbImage,
+  SharedScratch,
   scoreAsync,
   ssimulacra2,
 } from './index.ts';
@@ -138,6 +139,41 @@ describe('ssimulacra2', () => {
     expect(await scoreEncoded(folderRefs, folderWebp)).toBe(
       Math.min(...folderRefs.map((r, i) => ssimulacra2(r.image, folderCandidates[i]!))),
     );
+  });
+
+  it("reuses a scratch's shared buffers from one candidate to the next, with the scores of fresh memory", async () => {
+    const backgrounds = [
+      { r: 26, g: 26, b: 26 },
+      { r: 230, g: 230, b: 230 },
+    ];
+    const folder = corpus('icon-oxygen-folder-red.png');
+    const references = await decodeReferences(() => sharp(folder), backgrounds);
+    const scratch = new SharedScratch();
+    const first = await decodeToRgbs(
+      await sharp(folder).webp({ quality: 40 }).toBuffer(),
+      backgrounds,
+      scratch,
+    );
+    scratch.give(first);
+    const second = await decodeToRgbs(
+      await sharp(folder).webp({ quality: 90 }).toBuffer(),
+      backgrounds,
+      scratch,
+    );
+    // The RGBA and both composites went into the buffers the first candidate handed back.
+    const used = new Set(first.flatMap((i) => [i.data.buffer, i.rgba!.buffer]));
+    expect(second.every((i) => used.has(i.data.buffer) && used.has(i.rgba!.buffer))).toBe(true);
+    // Scored one after the other through the same scratch, every candidate scores as without it.
+    for (const q of [30, 60, 85, 30]) {
+      const webp = await sharp(folder).webp({ quality: q }).toBuffer();
+      expect(await scoreEncoded(references, webp, {}, scratch)).toBe(await scoreEncoded(references, webp));
+    }
+    const logo = corpus('graphic-skimage-logo.png');
+    const logoRefs = await decodeReferences(() => sharp(logo), backgrounds);
+    for (const q of [50, 80]) {
+      const jpeg = await sharp(logo).jpeg({ quality: q }).toBuffer();
+      expect(await scoreEncoded(logoRefs, jpeg, {}, scratch)).toBe(await scoreEncoded(logoRefs, jpeg));
+    }
   });
 
   it('hands pixels to the worker in shared memory: decoded there, or copied there once', async () => {
@@ -295,6 +331,36 @@ describe('compositing a transparent image', () => {
 });
 
 describe('decodeToRgb', () => {
+  it('rounds the composite as the blend computed in doubles, for every alpha and value, whole and fractional backgrounds', async () => {
+    // Whole 0–255 backgrounds take a lookup table in integers, others the float blend.
+    const n = 256 * 256;
+    const rgba = new Uint8Array(n * 4);
+    for (let a = 0; a < 256; a++)
+      for (let c = 0; c < 256; c++) rgba.set([c, 255 - c, (c * 7) & 255, a], (a * 256 + c) * 4);
+    const png = await sharp(rgba, { raw: { width: 256, height: 256, channels: 4 } })
+      .png()
+      .toBuffer();
+    const backgrounds = [
+      { r: 26, g: 26, b: 26 },
+      { r: 230, g: 230, b: 230 },
+      { r: 255, g: 0, b: 128 },
+      { r: 12.5, g: 100.25, b: 3 },
+    ];
+    const images = await decodeToRgbs(png, backgrounds);
+    backgrounds.forEach((background, k) => {
+      const bg = [background.r, background.g, background.b];
+      const { data } = images[k]!;
+      let wrong = 0;
+      for (let i = 0; i < n; i++) {
+        const t = rgba[i * 4 + 3]! / 255;
+        for (let c = 0; c < 3; c++)
+          if (data[i * 3 + c] !== Math.round(t * rgba[i * 4 + c]! + (1 - t) * bg[c]!)) wrong++;
+      }
+      expect(wrong).toBe(0);
+      expect(images[k]!.background).toEqual(background);
+    });
+  });
+
   it('composites transparency onto the requested background', async () => {
     const clear = await sharp({
       create: { width: 8, height: 8, channels: 4, background: { r: 255, g: 0, b: 0, alpha: 0 } },

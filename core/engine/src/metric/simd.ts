@@ -133,12 +133,10 @@ function input(i: Instance, image: RgbImage): { ptr: number; bytes: boolean; wid
   const { width, height } = padded;
   const n = width * height;
   if (padded.rgba && padded.background) {
-    const planes = toLinear(padded);
     const ptr = i.x.alloc(n * 12);
+    // Composited straight into the module's memory: no planes on the JS heap to fill and copy.
     const view = new Float32Array(i.x.memory.buffer, ptr, n * 3);
-    view.set(planes[0], 0);
-    view.set(planes[1], n);
-    view.set(planes[2], 2 * n);
+    toLinear(padded, [view.subarray(0, n), view.subarray(n, 2 * n), view.subarray(2 * n)]);
     return { ptr, bytes: false, width, height };
   }
   const ptr = i.x.alloc(n * 3);

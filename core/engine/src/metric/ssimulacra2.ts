@@ -165,9 +165,8 @@ function compositeTable(): Float32Array {
   return compositeToLinear;
 }
 
-export function toLinear(image: RgbImage): Planes {
+export function toLinear(image: RgbImage, out: Planes = planes(image.width * image.height)): Planes {
   const n = image.width * image.height;
-  const out = planes(n);
   const [r, g, b] = out;
   const { rgba, background } = image;
   if (rgba && background) {
