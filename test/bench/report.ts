@@ -24,6 +24,11 @@ export interface AutoVsFixed {
    * batch that the images/s ratio counts (run.ts Batch.cpuSeconds).
    */
   autoCpuCost?: number;
+  /**
+   * Share of auto's batch time, in percent, during which an image waited for the engine's memory
+   * budget while a core had no image (run.ts Batch.memoryHeld).
+   */
+  autoMemoryHeldPercent?: number;
   /** Mean candidate encodes scored per image (load-independent cost). */
   autoSteps: number | null;
   /** --search: the pre-issue-11 bisection on the same images. */
@@ -216,7 +221,7 @@ export function markdown(result: BenchResult): string {
     );
     out.push('');
     out.push(
-      'Fixed Q: the smallest Compresso quality at which every image of the kind scores at least the floor (none: some image misses it even at 100). Auto cost: images/s at the fixed default ÷ images/s with auto (one auto image costs that many fixed encodes). CPU cost: CPU time per image with auto ÷ at the fixed default (the whole process); it leaves out the core that idles at the end of a small batch while the last, slowest auto finishes.',
+      "Fixed Q: the smallest Compresso quality at which every image of the kind scores at least the floor (none: some image misses it even at 100). Auto cost: images/s at the fixed default ÷ images/s with auto (one auto image costs that many fixed encodes). CPU cost: CPU time per image with auto ÷ at the fixed default (the whole process); it leaves out a core left idle, at the end of a small batch while the last, slowest auto finishes, or while the memory budget holds an image back. Held by memory: the share of the auto batch's time in which an image waited for the engine's memory budget (256 MiB by default) while fewer than the images in flight ran; auto counts 32 B a pixel more than the encoder alone, so two large autos may not fit together and run one after the other.",
     );
     out.push('');
     const head = [
@@ -229,6 +234,7 @@ export function markdown(result: BenchResult): string {
       'auto mean (min)',
       'auto cost',
       'CPU cost',
+      'held by memory',
       'auto steps',
     ];
     if (withSearch)
@@ -253,6 +259,7 @@ export function markdown(result: BenchResult): string {
         `${n(r.autoMeanScore)} (${n(r.autoMinScore)})`,
         `${n(r.autoCost)}×`,
         r.autoCpuCost === undefined ? '—' : `${n(r.autoCpuCost)}×`,
+        r.autoMemoryHeldPercent === undefined ? '—' : `${r.autoMemoryHeldPercent} %`,
         n(r.autoSteps),
       ];
       if (withSearch)

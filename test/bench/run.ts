@@ -199,6 +199,13 @@ interface Batch {
    * (auto: 1 to 4 candidates) — a long stream of images (a catalog) has no such tail.
    */
   cpuSeconds?: number;
+  /**
+   * Engine batches: the share of samples (every 20 ms) in which an image waited for the engine's
+   * memory budget while fewer than `concurrency` ran — a core the budget left idle. Quality "auto"
+   * counts 32 B a pixel more than the encoder alone (memory-estimate.ts), so two large autos may not
+   * fit the default 256 MiB together and run one after the other.
+   */
+  memoryHeld?: number;
   peakRss?: number;
   outputs: Map<string, Encoded>;
   errors: string[];
@@ -228,6 +235,13 @@ async function engineBatch(
   const engine = mode === 'search' ? searchEngine! : defaultEngine;
   const sampler = new RssSampler();
   sampler.start();
+  let samples = 0;
+  let held = 0;
+  const admission = setInterval(() => {
+    const stats = engine.stats();
+    samples++;
+    if (stats.waiting > 0 && stats.active < concurrency) held++;
+  }, 20);
   const cpu = process.cpuUsage();
   const seconds = await runBatch(jobs, concurrency, async (image) => {
     try {
@@ -248,6 +262,7 @@ async function engineBatch(
     }
   });
   const used = process.cpuUsage(cpu);
+  clearInterval(admission);
   const peakRss = sampler.stop();
   return {
     kind,
@@ -258,6 +273,7 @@ async function engineBatch(
     jobs: jobs.length,
     seconds,
     cpuSeconds: (used.user + used.system) / 1e6,
+    memoryHeld: samples ? held / samples : 0,
     peakRss,
     outputs,
     errors,
@@ -443,6 +459,7 @@ async function compareWithWorstCase(engine: Engine, images: CorpusImage[]): Prom
           minScore: scores.length ? round(Math.min(...scores), 1) : null,
           imagesPerSecond: round(b.jobs / b.seconds),
           cpuPerImage: b.cpuSeconds === undefined ? undefined : b.cpuSeconds / b.jobs,
+          memoryHeld: b.memoryHeld,
         };
       };
       const cpuCost = (x: { cpuPerImage?: number }) =>
@@ -465,6 +482,7 @@ async function compareWithWorstCase(engine: Engine, images: CorpusImage[]): Prom
         fixedImagesPerSecond: f.imagesPerSecond,
         autoCost: round(f.imagesPerSecond / a.imagesPerSecond, 1),
         ...(cpuCost(a) !== undefined ? { autoCpuCost: cpuCost(a) } : {}),
+        ...(a.memoryHeld !== undefined ? { autoMemoryHeldPercent: round(a.memoryHeld * 100, 0) } : {}),
         autoSteps: a.steps,
       };
       if (search) {
@@ -646,6 +664,8 @@ async function main() {
             if (best.cpuSeconds !== undefined && again.cpuSeconds !== undefined)
               best.cpuSeconds = Math.min(best.cpuSeconds, again.cpuSeconds);
             best.peakRss = Math.max(best.peakRss ?? 0, again.peakRss ?? 0);
+            if (again.memoryHeld !== undefined)
+              best.memoryHeld = Math.max(best.memoryHeld ?? 0, again.memoryHeld);
           }
         }
         batches.push(engineRun, rawRun);
