@@ -7,6 +7,7 @@ import {
   AUTO_SETTINGS,
   AUTO_TARGET,
   createAutoEncoder,
+  FLAT_CHECK,
   SMALL_IMAGE_SIDE,
 } from './auto.ts';
 import { createBisectionAutoEncoder } from './auto-bisection.ts';
@@ -233,6 +234,27 @@ describe('quality "auto"', () => {
     expect(arc.tried.map((t) => t.quality)).toEqual([arc.tried[0]!.quality, AUTO_MIN_Q]);
     expect(arc.found.encoded.quality).toBe(AUTO_MIN_Q);
     expect(arc.found.score).toBeGreaterThanOrEqual(AUTO_TARGET.jpeg);
+  }, 600_000);
+
+  it('a large flat graphic whose half-size copy clears the target at the lowest quality starts there (FLAT_CHECK)', async () => {
+    // Arc at 1400 px is 1.1 megapixels: its half-size copy scores far over the target at Q 30 in
+    // JPEG and WebP, so the one full-size encode is Q 30, which passes and is the answer.
+    for (const format of ['jpeg', 'webp'] as const) {
+      const arc = await encodesOf('graphic-mate-Arc-Colors-Transparent.png', format, 1400);
+      expect(
+        arc.tried.filter((t) => !t.lossless).map((t) => t.quality),
+        format,
+      ).toEqual([AUTO_MIN_Q]);
+      expect(arc.found.score).toBeGreaterThanOrEqual(AUTO_TARGET[format]);
+    }
+    // The Debian logo in JPEG scores under the target at Q 30 (half size too): it starts at the
+    // predicted quality as before. AVIF is never checked.
+    const logo = await encodesOf('graphic-debian-emerald-logo.png', 'jpeg', 1400);
+    expect(logo.tried[0]!.quality).toBeGreaterThan(AUTO_MIN_Q);
+    expect(logo.found.score).toBeGreaterThanOrEqual(AUTO_TARGET.jpeg - AUTO_BELOW);
+    const arcAvif = await encodesOf('graphic-mate-Arc-Colors-Transparent.png', 'avif', 1400);
+    expect(arcAvif.tried[0]!.quality).toBeGreaterThan(AUTO_MIN_Q);
+    expect(FLAT_CHECK.minPixels).toBeLessThan(1400 * 785);
   }, 600_000);
 
   it('AVIF: 4:4:4 only for graphics with coloured edges; a soft illustration stays 4:2:0 at the target', async () => {

@@ -2,8 +2,16 @@ import type { CompressOptions, OutputFormat } from '@compresso/schema';
 import sharp from 'sharp';
 import { predictQuality } from './auto-predict.ts';
 import type { ChromaSubsampling } from './encode.ts';
+import { applyEncoder } from './encode.ts';
 import { isSynthetic, measureFeatures } from './image-features.ts';
-import { backgroundsFor, decodeReferences, prepareReferences, scoreEncoded } from './metric/compare.ts';
+import { withTimeLimit } from './limits.ts';
+import {
+  backgroundsFor,
+  decodeReferences,
+  prepareReferences,
+  type Reference,
+  scoreEncoded,
+} from './metric/compare.ts';
 import { SharedScratch } from './metric/index.ts';
 import { AUTO_ROW_SAMPLING, type RgbImage } from './metric/ssimulacra2.ts';
 import { type AutoEncoder, type EncodeVariant, prepare, shareDecodedPixels } from './optimize.ts';
@@ -141,6 +149,54 @@ export const AUTO_BELOW = 1;
 const FAR_ABOVE = 10;
 
 /**
+ * Large flat graphics in JPEG and WebP start at AUTO_MIN_Q when a copy at half the size, encoded
+ * there with the same settings and scored exactly, clears the target by `margin`: logos and flat
+ * illustrations score far above the target at any quality (the Arc graphic 97.9 in WebP from Q 30 to
+ * 70), and their first probe at the predicted quality only led to FAR_ABOVE's jump to Q 30, one
+ * full-size encode and score too many (a 3-megapixel logo in WebP: 1.0–1.3 s each). The copy costs
+ * about a quarter of that. Measured on the corpus at 2048 px (2026-11-28), half size against full
+ * size at Q 30: the four flat graphics (Arc, the Debian logo, sharp's alpha-paper fixture, Gulp)
+ * scored 81.4–93.5 against 84.8–97.9 in WebP, and Arc and Gulp 93.9 and 90.1 against 91.0 and 88.8
+ * in JPEG: with a margin of 4 every one that starts at Q 30 passes there in full, and the others
+ * (the Debian logo and alpha-paper in JPEG: 56.1 and 59.4) do not start there. Only images of a
+ * megapixel or more (where the saved encode is dear) with a mean gradient under `maxGradient` are
+ * checked (the flat graphics measure 0.8–3.9; screenshots and charts 8.7–20.7), since the check is
+ * wasted where it fails. Not AVIF: at Q 30 it passed on the Debian logo alone, and a half-size AVIF
+ * encode costs 0.3–0.9 s, more than that one hit saved over the corpus. The full-size score still
+ * decides; a miss costs probes, never quality.
+ */
+export const FLAT_CHECK = { minPixels: 1_000_000, maxGradient: 6, margin: 4 } as const;
+
+/**
+ * SSIMULACRA2 of a half-size copy of the encoder's input, encoded at AUTO_MIN_Q with `variant`,
+ * against the same copy: exact, over the references' backgrounds.
+ */
+async function halfSizeScore(
+  references: Reference[],
+  format: 'jpeg' | 'webp' | 'avif',
+  variant: EncodeVariant,
+  timeoutSeconds: number,
+): Promise<number> {
+  const { width, height, data, rgba } = references[0]!.image;
+  // What the encoder reads: RGBA into WebP and AVIF, the RGB on white (the JPEG reference) into JPEG.
+  const channels = rgba && format !== 'jpeg' ? 4 : 3;
+  const half = await sharp(channels === 4 ? rgba! : data, { raw: { width, height, channels } })
+    .resize(Math.max(1, Math.round(width / 2)), Math.max(1, Math.round(height / 2)))
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  const raw = { raw: { width: half.info.width, height: half.info.height, channels: half.info.channels } };
+  const halfReferences = await decodeReferences(
+    () => sharp(half.data, raw),
+    references.map((r) => r.background),
+  );
+  const encoded = await withTimeLimit(
+    applyEncoder(sharp(half.data, raw), { format, quality: AUTO_MIN_Q, ...variant }).toBuffer(),
+    timeoutSeconds,
+  );
+  return scoreEncoded(halfReferences, encoded);
+}
+
+/**
  * With the target bracketed and the secant pointing one quality step under the passing candidate,
  * the search stops there unless a step saves at least this share of the bytes (as measured between
  * the bracket's two candidates). Near the target a step is worth 1.5–2.5 % on most photos, but an
@@ -244,13 +300,34 @@ export function createAutoEncoder(
     // Photos only: a screenshot's text can sit in a few rows, and its estimate strayed up to 0.8.
     const sampled = sampling && !synthetic && height >= AUTO_ROW_SAMPLING.minHeight;
     const floorGoal = sampled ? AUTO_FLOOR + SAMPLED_FLOOR_MARGIN : AUTO_FLOOR;
+    // Animated WebP stays lossy: lossless animation frames are many times larger.
+    const animated = source.frames > 1 && format === 'webp';
+    // 4:4:4 where colour has sharp edges (coloured text, thin coloured lines): 4:2:0 smears them.
+    // A graphic whose edges are all in luma (grey text, flat fills, soft gradients) keeps 4:2:0,
+    // which reaches the target at fewer bytes; the floor chain still moves it to 4:4:4 when 4:2:0
+    // cannot. (WebP's lossy mode is 4:2:0 only.)
+    const colourEdges = synthetic && features.chromaEdgeShare >= CHROMA_EDGE_SHARE;
+    const chroma: ChromaSubsampling | undefined =
+      format === 'webp' ? undefined : colourEdges || small ? '4:4:4' : '4:2:0';
+    const primary: EncodeVariant = chroma ? { chromaSubsampling: chroma } : {};
+    // A large flat graphic whose half-size copy clears the target by far at the lowest quality
+    // starts there (FLAT_CHECK). Before the reference is prepared: the metric thread keeps two
+    // prepared references, and the half-size ones must not push the full-size ones out.
+    const startAtMinimum =
+      predict &&
+      !small &&
+      synthetic &&
+      format !== 'avif' &&
+      !animated &&
+      width * height >= FLAT_CHECK.minPixels &&
+      features.meanGradient < FLAT_CHECK.maxGradient &&
+      (await halfSizeScore(references, lossy, primary, source.limits.timeoutSeconds)) >=
+        target + FLAT_CHECK.margin;
     // The reference side of the metric runs in its thread while the first candidate encodes; its
     // failure surfaces through the first score, which prepares it again.
     const ready = prepareReferences(references, { sampled }).catch(() => undefined);
     // The candidates are encoded from pixels decoded once where that gives the same bytes (optimize.ts).
     await shareDecodedPixels(source, options, format, references[0]!.image);
-    // Animated WebP stays lossy: lossless animation frames are many times larger.
-    const animated = source.frames > 1 && format === 'webp';
 
     const trials: Trial[] = [];
     // The candidates' decoded pixels reuse the same shared memory from one score to the next.
@@ -342,14 +419,6 @@ export function createAutoEncoder(
 
     // Small WebP: lossy WebP is 4:2:0 only and no quality of it reached 70 on a 30–110 px photo.
     if (small && format === 'webp' && !animated) return done(await at(100, { nearLossless: true }));
-    // 4:4:4 where colour has sharp edges (coloured text, thin coloured lines): 4:2:0 smears them.
-    // A graphic whose edges are all in luma (grey text, flat fills, soft gradients) keeps 4:2:0,
-    // which reaches the target at fewer bytes; the floor chain still moves it to 4:4:4 when 4:2:0
-    // cannot. (WebP's lossy mode is 4:2:0 only.)
-    const colourEdges = synthetic && features.chromaEdgeShare >= CHROMA_EDGE_SHARE;
-    const chroma: ChromaSubsampling | undefined =
-      format === 'webp' ? undefined : colourEdges || small ? '4:4:4' : '4:2:0';
-    const primary: EncodeVariant = chroma ? { chromaSubsampling: chroma } : {};
     const lo = AUTO_MIN_Q;
     const cap = maxQ;
 
@@ -370,7 +439,7 @@ export function createAutoEncoder(
     };
 
     const predicted = predictQuality(lossy, features, primary, target, predict);
-    const start = Math.min(cap, Math.max(lo, small ? SMALL_START_Q : predicted.q));
+    const start = startAtMinimum ? lo : Math.min(cap, Math.max(lo, small ? SMALL_START_Q : predicted.q));
     if (predict && !small) {
       // One score for the prediction, accepted when it lands in the band around the target
       // (AUTO_BELOW under it to AUTO_TOLERANCE over); otherwise the secant search goes on from the

@@ -7,6 +7,7 @@ export {
   AUTO_TARGET,
   AUTO_TOLERANCE,
   createAutoEncoder,
+  FLAT_CHECK,
   SAMPLED_FLOOR_MARGIN,
   SMALL_IMAGE_SIDE,
 } from './auto.ts';
