@@ -631,6 +631,9 @@ async function main() {
     await rawEncode(warm, format, DEFAULT_QUALITY, 256).catch(() => undefined);
   }
 
+  // The largest images at the bench's size, one per image in flight: the auto warm-up below.
+  const largest = [...images].sort((a, b) => b.width * b.height - a.width * a.height).slice(0, concurrency);
+
   // Timed section: engine and raw sharp only, all in this process, before any scoring fills memory.
   const timedStart = Date.now();
   for (const format of BENCH_FORMATS.filter((f) => formats.includes(f))) {
@@ -638,10 +641,22 @@ async function main() {
       if (mode !== 'default') {
         // Untimed, like the warm-up above: the metric's thread exits after 10 s idle (the default
         // batches before this one take longer), and its start, its WebAssembly module and its
-        // memory's first growth would otherwise be billed to the first kind's batch alone.
-        await (mode === 'search' ? searchEngine! : engine)
-          .optimize(warm.bytes, { output_format: format, quality: 'auto', max_dimension: 256 })
-          .catch(() => undefined);
+        // memory's growth would otherwise be billed to the first kind's batch alone. The memory
+        // grows to what `concurrency` full-size autos in flight need (≈ 0.5 GB at 2048 px) and is
+        // then reused; growing it costs page faults on first touch (on the 2-core VM of
+        // 2026-11-28, a reference prepared in 130–230 ms instead of 35–65 and a first score in
+        // 90–140 ms instead of 20–35 while it grew). Until then the warm-up was one 256-px auto,
+        // which left that growth to the first kind's batches: photos in JPEG read 5.3× (2.65
+        // images/s) instead of 3.2× (3.85) in two runs of the same code that day.
+        // JPEG: the metric's memory depends on the size, not on the output format.
+        const auto = mode === 'search' ? searchEngine! : engine;
+        await Promise.all(
+          largest.map((image) =>
+            auto
+              .optimize(image.bytes, { output_format: 'jpeg', quality: 'auto', max_dimension: maxDimension })
+              .catch(() => undefined),
+          ),
+        );
       }
       for (const kind of kinds) {
         if (!formatsFor(kind).includes(format)) continue;
