@@ -1,8 +1,7 @@
 import type { CompressOptions, OutputFormat } from '@compresso/schema';
 import sharp from 'sharp';
 import { predictQuality } from './auto-predict.ts';
-import type { ChromaSubsampling } from './encode.ts';
-import { applyEncoder } from './encode.ts';
+import { applyEncoder, type ChromaSubsampling } from './encode.ts';
 import { isSynthetic, measureFeatures } from './image-features.ts';
 import { withTimeLimit } from './limits.ts';
 import {
@@ -158,7 +157,7 @@ const FAR_ABOVE = 10;
  * size at Q 30: the four flat graphics (Arc, the Debian logo, sharp's alpha-paper fixture, Gulp)
  * scored 81.4–93.5 against 84.8–97.9 in WebP, and Arc and Gulp 93.9 and 90.1 against 91.0 and 88.8
  * in JPEG: with a margin of 4 every one that starts at Q 30 passes there in full, and the others
- * (the Debian logo and alpha-paper in JPEG: 56.1 and 59.4) do not start there. Only images of a
+ * (the Debian logo and alpha-paper in JPEG, 4:2:0 and 4:4:4: 56.1 and 62.4) do not start there. Only images of a
  * megapixel or more (where the saved encode is dear) with a mean gradient under `maxGradient` are
  * checked (the flat graphics measure 0.8–3.9; screenshots and charts 8.7–20.7), since the check is
  * wasted where it fails. Not AVIF: at Q 30 it passed on the Debian logo alone, and a half-size AVIF
