@@ -644,7 +644,7 @@ async function main() {
         // memory's growth would otherwise be billed to the first kind's batch alone. The memory
         // grows to what `concurrency` full-size autos in flight need (≈ 0.5 GB at 2048 px) and is
         // then reused; growing it costs page faults on first touch (on the 2-core VM of
-        // 2026-11-28, a reference prepared in 130–230 ms instead of 35–65 and a first score in
+        // 2026-11-28, a reference prepared in 67–232 ms instead of 33–64 and a first score in
         // 90–140 ms instead of 20–35 while it grew). Until then the warm-up was one 256-px auto,
         // which left that growth to the first kind's batches: photos in JPEG read 5.3× (2.65
         // images/s) instead of 3.2× (3.85) in two runs of the same code that day.
