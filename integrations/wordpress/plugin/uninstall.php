@@ -31,6 +31,8 @@ Compresso_Rewrite::remove();
 delete_option( 'compresso_bulk' );
 delete_option( 'compresso_bulk_lock' );
 delete_option( 'compresso_runner_lock' );
+delete_option( 'compresso_sweep_after' );
+delete_option( 'compresso_sweep_lock' );
 // Per-attachment marks left by a request that died mid-image.
 global $wpdb;
 $wpdb->query( $wpdb->prepare( "DELETE FROM {$wpdb->options} WHERE option_name LIKE %s", $wpdb->esc_like( 'compresso_optimizing_' ) . '%' ) ); // phpcs:ignore WordPress.DB.DirectDatabaseQuery

@@ -3,9 +3,10 @@
 // boots are slow) against a real Compresso server.
 //
 // The background path (upload → the plugin's runner → job) is covered by upload.test.ts; here a
-// must-use plugin turns the runner off (compresso_use_runner) and points the cron loopback at a closed
-// port, so each test runs the job itself when it wants to and nothing runs concurrently with its
-// assertions.
+// must-use plugin turns the runner off (compresso_use_runner) and the putting back of lost events
+// (compresso_requeue_lost: the uploads here are queued with their events removed on purpose), and points
+// the cron loopback at a closed port, so each test runs the job itself when it wants to and nothing runs
+// concurrently with its assertions.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -99,6 +100,7 @@ beforeAll(async () => {
     mu,
     `<?php
     add_filter( 'compresso_use_runner', '__return_false' );
+    add_filter( 'compresso_requeue_lost', '__return_false' );
     add_filter( 'cron_request', function ( $request ) { $request['url'] = 'http://127.0.0.1:9/wp-cron.php'; return $request; } );
     add_action( 'init', function () {
       register_block_type( 'compresso-test/raw', array(

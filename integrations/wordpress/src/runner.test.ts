@@ -36,8 +36,8 @@ interface Look {
   attachmentLock: number;
 }
 
-/** PHP: the attachment's record, its event and the locks, as `$look`. */
-function look(id: number): string {
+/** PHP: the attachment's record, its event and the locks, as `$look` (`id`: a number or a PHP variable). */
+function look(id: number | string): string {
   return `wp_cache_delete( 'alloptions', 'options' ); wp_cache_delete( ${id}, 'post_meta' );
     $s = Compresso_Optimizer::state( ${id} );
     $at = wp_next_scheduled( Compresso_Optimizer::CRON_HOOK, array( ${id} ) );
@@ -281,6 +281,53 @@ describe('the runner when a request dies', { timeout: 600_000 }, () => {
       compresso_test_out( array( 'ran' => $ran, 'states' => $states, 'left' => $left ) );`);
     expect(value).toEqual({ ran: 3, states: ['done', 'new', 'error'], left: [false, false, false] });
     expect(compressCalls()).toBe(calls);
+  });
+
+  it('puts back the event of an upload that a stale write of the schedule dropped, at the next sweep, and a runner finishes it', async () => {
+    // The sweep is held off (its next time an hour away) while the loss is made.
+    const holdSweep = `update_option( Compresso_Optimizer::SWEEP_OPTION, time() + HOUR_IN_SECONDS, true );`;
+    // A request that read the schedule before the upload added its event, and writes it back after (as
+    // wp-cron.php does after each event it runs, from the schedule it read when it started).
+    const { value: lost } = await wp.php<Look & { id: number }>(`
+      ${holdSweep}
+      wp_cache_delete( 'alloptions', 'options' );
+      $stale = _get_cron_array();
+      ${sideloadPhp(`/corpus/${PHOTO}`, 'lost.jpg')}
+      $added = (bool) wp_next_scheduled( Compresso_Optimizer::CRON_HOOK, array( $id ) );
+      _set_cron_array( $stale );
+      ${look('$id')} $look['id'] = $id; $look['added'] = $added; compresso_test_out( $look );`);
+    expect(lost).toMatchObject({ status: 'queued', scheduledIn: null, added: true });
+    const id = lost.id;
+    const calls = compressCalls();
+
+    // Before the sweep is due, requests leave it so (one autoloaded option read, nothing else).
+    await wp.php(`${look(id)} compresso_test_out( $look );`);
+    const waiting = (await wp.php<Look>(`${look(id)} compresso_test_out( $look );`)).value;
+    expect(waiting).toMatchObject({ status: 'queued', scheduledIn: null });
+
+    // A minute after the last sweep (its time and its lock both as old as that), a request ends (its
+    // shutdown) with a sweep, which schedules the event, due now.
+    const { value: due } = await wp.php<Look>(`
+      update_option( Compresso_Optimizer::SWEEP_OPTION, time() - 1, true );
+      global $wpdb;
+      $wpdb->replace( $wpdb->options, array( 'option_name' => Compresso_Optimizer::SWEEP_LOCK,
+        'option_value' => (string) ( time() - Compresso_Optimizer::SWEEP_EVERY ), 'autoload' => 'no' ) );
+      ${look(id)} compresso_test_out( $look );`);
+    expect(due.scheduledIn).toBeNull();
+    const { value: swept } = await wp.php<Look & { next: number; now: number; lost: number[] }>(`
+      ${look(id)} $look['next'] = (int) get_option( Compresso_Optimizer::SWEEP_OPTION ); $look['now'] = time();
+      $look['lost'] = Compresso_Optimizer::requeue_lost(); compresso_test_out( $look );`);
+    expect(swept.status).toBe('queued');
+    expect(swept.scheduledIn).not.toBeNull();
+    expect(swept.scheduledIn).toBeLessThanOrEqual(0);
+    // The next sweep is a minute away, and a sweep now finds nothing lost.
+    expect(swept.next - swept.now).toBeGreaterThan(50);
+    expect(swept.next - swept.now).toBeLessThanOrEqual(60);
+    expect(swept.lost).toEqual([]);
+
+    const finished = await runRunner(id);
+    expect(finished).toMatchObject({ ran: 1, status: 'done', error: null, scheduledIn: null, attempts: 0 });
+    expect(compressCalls()).toBeGreaterThan(calls);
   });
 
   it('leaves the event to WP-Cron when the runner’s loopback request fails, and WP-Cron alone finishes it', async () => {

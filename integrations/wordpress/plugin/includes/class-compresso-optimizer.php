@@ -31,6 +31,14 @@ class Compresso_Optimizer {
 	const ATTEMPTS_META = '_compresso_attempts';
 	/** Tries that may end with the request dying before the attachment is marked failed. */
 	const MAX_ATTEMPTS = 3;
+	/** The option (autoloaded, so reading it costs no query) holding when the next sweep for lost events is due. */
+	const SWEEP_OPTION = 'compresso_sweep_after';
+	/** The lock one request takes to sweep, so requests meeting at the minute do not all sweep. */
+	const SWEEP_LOCK = 'compresso_sweep_lock';
+	/** Seconds between sweeps. */
+	const SWEEP_EVERY = 60;
+	/** Queued attachments looked at per sweep (lowest ids first). */
+	const SWEEP_LIMIT = 200;
 
 	/** @var bool Whether this request queued work (then the cron is kicked at shutdown). */
 	private static $queued = false;
@@ -105,6 +113,77 @@ class Compresso_Optimizer {
 			}
 		}
 		self::$queued = true;
+	}
+
+	/**
+	 * The shutdown action (before kick()): at most once a minute over the whole site, puts back the event
+	 * of every queued attachment whose event is gone (requeue_lost()).
+	 *
+	 * Why events go missing: WordPress keeps every WP-Cron event in one option, `cron`, and each writer
+	 * rewrites it whole from what it read. A request that read the schedule before an upload added its
+	 * event and writes it afterwards drops that event: wp-cron.php does so as a matter of course (it reads
+	 * the schedule once and writes it after each event it runs, for as long as the run lasts), and so can
+	 * any plugin. The attachment then stays "queued" with nothing scheduled to process it.
+	 *
+	 * Costs nothing on most requests: one autoloaded option compared with the clock.
+	 */
+	public static function maybe_sweep() {
+		/**
+		 * Whether the plugin puts back lost events of queued attachments (a site that runs the plugin's
+		 * events from its own queue turns this off).
+		 *
+		 * @param bool $on True.
+		 */
+		// Not in the request that deactivates the plugin: deactivation leaves nothing scheduled.
+		if ( did_action( 'deactivate_' . plugin_basename( COMPRESSO_PLUGIN_FILE ) ) || ! apply_filters( 'compresso_requeue_lost', true ) || ! compresso_is_connected() ) {
+			return;
+		}
+		$now = time();
+		if ( (int) get_option( self::SWEEP_OPTION, 0 ) > $now || ! compresso_lock( self::SWEEP_LOCK, self::SWEEP_EVERY ) ) {
+			return;
+		}
+		update_option( self::SWEEP_OPTION, $now + self::SWEEP_EVERY, true );
+		self::requeue_lost();
+	}
+
+	/**
+	 * Schedules the event, due now, of each queued attachment that has none (up to SWEEP_LIMIT of them).
+	 * One queued an instant ago whose event is being added meets core's duplicate check; one a bulk run is
+	 * working on gets an event that finds its files done and sends nothing.
+	 *
+	 * @return int[] The attachments whose event was put back.
+	 */
+	public static function requeue_lost() {
+		global $wpdb;
+		// The record is a serialized array; its status field reads the same in every one of them.
+		// phpcs:ignore WordPress.DB.DirectDatabaseQuery -- no meta API query reads inside a serialized value.
+		$ids = $wpdb->get_col(
+			$wpdb->prepare(
+				"SELECT post_id FROM {$wpdb->postmeta} WHERE meta_key = %s AND meta_value LIKE %s ORDER BY post_id LIMIT %d",
+				self::META,
+				'%' . $wpdb->esc_like( serialize( 'status' ) . serialize( 'queued' ) ) . '%', // phpcs:ignore WordPress.PHP.DiscouragedPHPFunctions.serialize_serialize -- the stored form of the field.
+				self::SWEEP_LIMIT
+			)
+		);
+		// The schedule as it is now, not as this request read it.
+		wp_cache_delete( 'alloptions', 'options' );
+		$requeued = array();
+		foreach ( array_map( 'intval', $ids ) as $id ) {
+			if ( wp_next_scheduled( self::CRON_HOOK, array( $id ) ) ) {
+				continue;
+			}
+			wp_cache_delete( $id, 'post_meta' );
+			if ( 'queued' !== self::state( $id )['status'] ) {
+				continue;
+			}
+			if ( true === wp_schedule_single_event( time(), self::CRON_HOOK, array( $id ) ) ) {
+				$requeued[] = $id;
+			}
+		}
+		if ( $requeued ) {
+			self::$queued = true;
+		}
+		return $requeued;
 	}
 
 	/**

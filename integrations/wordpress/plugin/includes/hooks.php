@@ -19,6 +19,8 @@ add_action( 'admin_notices', 'compresso_setup_notice' );
 // sub-size it makes, the former once, with 'create' or 'update'.
 add_filter( 'wp_generate_attachment_metadata', array( 'Compresso_Optimizer', 'on_generate_metadata' ), 20, 3 );
 add_action( Compresso_Optimizer::CRON_HOOK, array( 'Compresso_Optimizer', 'run_scheduled' ) );
+// An upload's event another request's write of the schedule dropped is put back (once a minute at most).
+add_action( 'shutdown', array( 'Compresso_Optimizer', 'maybe_sweep' ), 5 );
 add_action( 'shutdown', array( 'Compresso_Optimizer', 'kick' ) );
 add_action( 'wp_ajax_' . Compresso_Runner::ACTION, array( 'Compresso_Runner', 'handle' ) );
 add_action( 'wp_ajax_nopriv_' . Compresso_Runner::ACTION, array( 'Compresso_Runner', 'handle' ) );
