@@ -128,22 +128,24 @@ class Compresso_Optimizer {
 	 * Costs nothing on most requests: one autoloaded option compared with the clock.
 	 */
 	public static function maybe_sweep() {
+		// The clock first: the only check most requests make.
+		if ( (int) get_option( self::SWEEP_OPTION, 0 ) > time() ) {
+			return;
+		}
+		// Not in the request that deactivates the plugin: deactivation leaves nothing scheduled.
+		if ( did_action( 'deactivate_' . plugin_basename( COMPRESSO_PLUGIN_FILE ) ) || ! compresso_lock( self::SWEEP_LOCK, self::SWEEP_EVERY ) ) {
+			return;
+		}
+		update_option( self::SWEEP_OPTION, time() + self::SWEEP_EVERY, true );
 		/**
 		 * Whether the plugin puts back lost events of queued attachments (a site that runs the plugin's
 		 * events from its own queue turns this off).
 		 *
 		 * @param bool $on True.
 		 */
-		// Not in the request that deactivates the plugin: deactivation leaves nothing scheduled.
-		if ( did_action( 'deactivate_' . plugin_basename( COMPRESSO_PLUGIN_FILE ) ) || ! apply_filters( 'compresso_requeue_lost', true ) || ! compresso_is_connected() ) {
-			return;
+		if ( apply_filters( 'compresso_requeue_lost', true ) && compresso_is_connected() ) {
+			self::requeue_lost();
 		}
-		$now = time();
-		if ( (int) get_option( self::SWEEP_OPTION, 0 ) > $now || ! compresso_lock( self::SWEEP_LOCK, self::SWEEP_EVERY ) ) {
-			return;
-		}
-		update_option( self::SWEEP_OPTION, $now + self::SWEEP_EVERY, true );
-		self::requeue_lost();
 	}
 
 	/**
