@@ -330,6 +330,52 @@ describe('the runner when a request dies', { timeout: 600_000 }, () => {
     expect(compressCalls()).toBeGreaterThan(calls);
   });
 
+  it('puts back the lost retry of an image waiting for the quota at the time the server gave, unless a bulk run holds it', async () => {
+    const id = await upload('waits.jpg');
+    // The server answers QUOTA_EXCEEDED with Retry-After: 600; the runner records the wait.
+    const { value: waiting } = await wp.php<Look & { retryIn: number }>(`
+      add_filter( 'pre_http_request', function ( $pre, $args, $url ) {
+        if ( false === strpos( $url, '/api/v1/compress' ) ) { return $pre; }
+        return array( 'headers' => array( 'retry-after' => '600' ), 'cookies' => array(), 'filename' => null,
+          'response' => array( 'code' => 429, 'message' => 'Too Many Requests' ),
+          'body' => wp_json_encode( array( 'error' => array( 'code' => 'QUOTA_EXCEEDED', 'message' => 'The daily quota is used up.' ) ) ) );
+      }, 10, 3 );
+      Compresso_Runner::run();
+      ${look(id)} $look['retryIn'] = Compresso_Optimizer::state( ${id} )['retry_at'] - time(); compresso_test_out( $look );`);
+    expect(waiting.status).toBe('waiting');
+    expect(waiting.retryIn).toBeGreaterThan(590);
+    expect(waiting.retryIn).toBeLessThanOrEqual(600);
+    expect(Math.abs((waiting.scheduledIn ?? 0) - waiting.retryIn)).toBeLessThanOrEqual(1);
+
+    // A stale write of the schedule drops the retry; the next sweep is due.
+    const sweepDue = `update_option( Compresso_Optimizer::SWEEP_OPTION, time() - 1, true );
+      global $wpdb;
+      $wpdb->replace( $wpdb->options, array( 'option_name' => Compresso_Optimizer::SWEEP_LOCK,
+        'option_value' => (string) ( time() - Compresso_Optimizer::SWEEP_EVERY ), 'autoload' => 'no' ) );`;
+    const lose = `wp_clear_scheduled_hook( Compresso_Optimizer::CRON_HOOK, array( ${id} ) );`;
+    // A bulk run waiting for the reset holds the image for its own retry: the sweep leaves it.
+    await wp.php(`update_option( Compresso_Bulk::OPTION, array_merge( Compresso_Bulk::run(),
+        array( 'status' => 'waiting', 'retry' => array( ${id} ) ) ), false );
+      ${lose} ${sweepDue} compresso_test_out( 1 );`);
+    const held = (await wp.php<Look>(`${look(id)} compresso_test_out( $look );`)).value;
+    expect(held).toMatchObject({ status: 'waiting', scheduledIn: null });
+
+    // Without the run, the retry is put back where it was, not now.
+    await wp.php(`delete_option( Compresso_Bulk::OPTION ); ${lose} ${sweepDue} compresso_test_out( 1 );`);
+    const back = (
+      await wp.php<Look & { retryIn: number }>(
+        `${look(id)} $look['retryIn'] = Compresso_Optimizer::state( ${id} )['retry_at'] - time(); compresso_test_out( $look );`,
+      )
+    ).value;
+    expect(back.status).toBe('waiting');
+    expect(Math.abs((back.scheduledIn ?? 0) - back.retryIn)).toBeLessThanOrEqual(1);
+    expect(back.scheduledIn).toBeGreaterThan(500);
+
+    // Out of the way of the tests after this one.
+    await wp.php(`${lose} $s = Compresso_Optimizer::state( ${id} ); $s['status'] = 'new';
+      update_post_meta( ${id}, Compresso_Optimizer::META, $s ); compresso_test_out( 1 );`);
+  });
+
   it('leaves the event to WP-Cron when the runner’s loopback request fails, and WP-Cron alone finishes it', async () => {
     await wp.php(
       `delete_option( 'compresso_test_loopbacks' ); delete_transient( 'doing_cron' ); compresso_test_out( 1 );`,

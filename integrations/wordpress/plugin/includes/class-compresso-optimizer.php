@@ -117,13 +117,14 @@ class Compresso_Optimizer {
 
 	/**
 	 * The shutdown action (before kick()): at most once a minute over the whole site, puts back the event
-	 * of every queued attachment whose event is gone (requeue_lost()).
+	 * of every queued or waiting attachment whose event is gone (requeue_lost()).
 	 *
 	 * Why events go missing: WordPress keeps every WP-Cron event in one option, `cron`, and each writer
 	 * rewrites it whole from what it read. A request that read the schedule before an upload added its
 	 * event and writes it afterwards drops that event: wp-cron.php does so as a matter of course (it reads
 	 * the schedule once and writes it after each event it runs, for as long as the run lasts), and so can
-	 * any plugin. The attachment then stays "queued" with nothing scheduled to process it.
+	 * any plugin. The attachment then stays "queued" (or waiting for the quota's reset) with nothing
+	 * scheduled to process it.
 	 *
 	 * Costs nothing on most requests: one autoloaded option compared with the clock.
 	 */
@@ -149,24 +150,33 @@ class Compresso_Optimizer {
 	}
 
 	/**
-	 * Schedules the event, due now, of each queued attachment that has none (up to SWEEP_LIMIT of them).
-	 * One queued an instant ago whose event is being added meets core's duplicate check; one a bulk run is
-	 * working on gets an event that finds its files done and sends nothing.
+	 * Schedules the event of each queued or waiting attachment that has none (up to SWEEP_LIMIT of them):
+	 * a queued one's due now, a waiting one's at the time the server said to retry (`retry_at`, now for
+	 * a record from before it was kept). One queued an instant ago whose event is being added meets
+	 * core's duplicate check; one a bulk run is working on gets an event that finds its files done and
+	 * sends nothing. An image a bulk run holds for its own retry after the quota's reset (the run took
+	 * its event over) is left to the run.
 	 *
 	 * @return int[] The attachments whose event was put back.
 	 */
 	public static function requeue_lost() {
 		global $wpdb;
 		// The record is a serialized array; its status field reads the same in every one of them.
+		$field = function ( $status ) use ( $wpdb ) {
+			return '%' . $wpdb->esc_like( serialize( 'status' ) . serialize( $status ) ) . '%'; // phpcs:ignore WordPress.PHP.DiscouragedPHPFunctions.serialize_serialize -- the stored form of the field.
+		};
 		// phpcs:ignore WordPress.DB.DirectDatabaseQuery -- no meta API query reads inside a serialized value.
-		$ids = $wpdb->get_col(
+		$ids  = $wpdb->get_col(
 			$wpdb->prepare(
-				"SELECT post_id FROM {$wpdb->postmeta} WHERE meta_key = %s AND meta_value LIKE %s ORDER BY post_id LIMIT %d",
+				"SELECT post_id FROM {$wpdb->postmeta} WHERE meta_key = %s AND ( meta_value LIKE %s OR meta_value LIKE %s ) ORDER BY post_id LIMIT %d",
 				self::META,
-				'%' . $wpdb->esc_like( serialize( 'status' ) . serialize( 'queued' ) ) . '%', // phpcs:ignore WordPress.PHP.DiscouragedPHPFunctions.serialize_serialize -- the stored form of the field.
+				$field( 'queued' ),
+				$field( 'waiting' ),
 				self::SWEEP_LIMIT
 			)
 		);
+		$bulk = Compresso_Bulk::run();
+		$held = in_array( $bulk['status'], array( 'running', 'paused', 'waiting' ), true ) ? array_map( 'intval', (array) $bulk['retry'] ) : array();
 		// The schedule as it is now, not as this request read it.
 		wp_cache_delete( 'alloptions', 'options' );
 		$requeued = array();
@@ -175,10 +185,15 @@ class Compresso_Optimizer {
 				continue;
 			}
 			wp_cache_delete( $id, 'post_meta' );
-			if ( 'queued' !== self::state( $id )['status'] ) {
+			$state = self::state( $id );
+			if ( 'queued' === $state['status'] ) {
+				$when = time();
+			} elseif ( 'waiting' === $state['status'] && ! in_array( $id, $held, true ) ) {
+				$when = max( time(), isset( $state['retry_at'] ) ? (int) $state['retry_at'] : 0 );
+			} else {
 				continue;
 			}
-			if ( true === wp_schedule_single_event( time(), self::CRON_HOOK, array( $id ) ) ) {
+			if ( true === wp_schedule_single_event( $when, self::CRON_HOOK, array( $id ) ) ) {
 				$requeued[] = $id;
 			}
 		}
@@ -356,6 +371,7 @@ class Compresso_Optimizer {
 		$metadata      = wp_get_attachment_metadata( $attachment_id );
 		$formats       = array_keys( array_filter( array( 'webp' => ! empty( $settings['webp'] ), 'avif' => ! empty( $settings['avif'] ) ) ) );
 		$state['error'] = null;
+		unset( $state['retry_at'] );
 
 		// Smart PNG-to-JPEG first: when it converts, the files below are the new JPEGs (already done).
 		$converted = Compresso_Png_To_Jpeg::maybe_convert( $attachment_id, $client, $settings, $state );
@@ -531,6 +547,8 @@ class Compresso_Optimizer {
 		if ( in_array( $error->get_error_code(), array( 'QUOTA_EXCEEDED', 'RATE_LIMITED' ), true ) ) {
 			$wait            = is_array( $data ) && ! empty( $data['retry_after'] ) ? (int) $data['retry_after'] : HOUR_IN_SECONDS;
 			$state['status'] = 'waiting';
+			// Kept so that a lost retry event is put back at the same time (requeue_lost()).
+			$state['retry_at'] = time() + $wait;
 			update_post_meta( $attachment_id, self::META, $state );
 			// The retry replaces the lease this request may hold on the event.
 			Compresso_Runner::release( self::CRON_HOOK, array( (int) $attachment_id ) );
