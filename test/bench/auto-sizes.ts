@@ -3,8 +3,8 @@
  * by sharp, never enlarged), in one format: one JSON line per image and size with the bytes, quality,
  * score, steps and chroma auto wrote. Run it with two engines (this checkout's, and another's with
  * --engine, e.g. a git worktree sharing this node_modules) to compare a change to auto's settings
- * image by image; `CHROMA_SECOND_OPINION` in core/engine/src/auto.ts was measured this way
- * (results/auto-sizes-jpeg-before.jsonl and -after.jsonl).
+ * image by image; the 4:2:0 second opinion for JPEG tried on 2026-11-28 was measured this way
+ * (results/auto-sizes-jpeg-30e1e96.jsonl and -second-opinion.jsonl).
  *
  * Usage: node test/bench/auto-sizes.ts [--format jpeg|webp|avif] [--sizes 2048,1024,512,256]
  *        [--engine PATH/core/engine/src/index.ts] [--out FILE]

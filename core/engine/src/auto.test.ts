@@ -6,7 +6,6 @@ import {
   AUTO_MIN_Q,
   AUTO_SETTINGS,
   AUTO_TARGET,
-  CHROMA_SECOND_OPINION,
   createAutoEncoder,
   FLAT_CHECK,
   SMALL_IMAGE_SIDE,
@@ -256,33 +255,6 @@ describe('quality "auto"', () => {
     const arcAvif = await encodesOf('graphic-mate-Arc-Colors-Transparent.png', 'avif', 1400);
     expect(arcAvif.tried[0]!.quality).toBeGreaterThan(AUTO_MIN_Q);
     expect(FLAT_CHECK.minPixels).toBeLessThan(1400 * 785);
-  }, 600_000);
-
-  it('JPEG with coloured edges: 4:2:0 a few steps higher is taken when it is smaller in the band, else 4:4:4 stays', async () => {
-    // The scikit-image logo (500 px): 4:4:4 reaches the target, and 4:2:0 eight steps higher is
-    // smaller and in the band too (19.6 KB against 24.2 KB, measured 2026-11-28).
-    const logo = await encodesOf('graphic-skimage-logo.png', 'jpeg', 2048);
-    const last444 = logo.tried.filter((v) => v.chromaSubsampling === '4:4:4').at(-1)!;
-    expect(logo.tried[0]!.chromaSubsampling).toBe('4:4:4');
-    expect(logo.tried.at(-1)).toEqual({
-      quality: last444.quality + CHROMA_SECOND_OPINION.steps,
-      chromaSubsampling: '4:2:0',
-    });
-    expect(logo.found.encoded.chromaSubsampling).toBe('4:2:0');
-    expect(logo.found.score).toBeGreaterThanOrEqual(AUTO_TARGET.jpeg - AUTO_BELOW);
-    // The chart at full size: its 4:2:0 at the higher quality is larger, so it is encoded but not scored.
-    const chart = await encodesOf('chart-mpl-stem3d.png', 'jpeg', 2048);
-    expect(chart.tried.at(-1)!.chromaSubsampling).toBe('4:2:0');
-    expect(chart.found.encoded.chromaSubsampling).toBe('4:4:4');
-    expect(chart.found.steps).toBe(chart.tried.length - 1);
-    // At 512 px it is smaller, and scored: under the band, so 4:4:4 stays.
-    const small = await encodesOf('chart-mpl-stem3d.png', 'jpeg', 512);
-    expect(small.tried.at(-1)!.chromaSubsampling).toBe('4:2:0');
-    expect(small.found.encoded.chromaSubsampling).toBe('4:4:4');
-    expect(small.found.steps).toBe(small.tried.length);
-    // A photo is not checked: 4:2:0 from the start.
-    const photo = await encodesOf('photo-mate-Dune.jpg', 'jpeg', 512);
-    expect(photo.tried.every((v) => v.chromaSubsampling === '4:2:0')).toBe(true);
   }, 600_000);
 
   it('AVIF: 4:4:4 only for graphics with coloured edges; a soft illustration stays 4:2:0 at the target', async () => {

@@ -78,20 +78,6 @@ export const SAMPLED_FLOOR_MARGIN = 0.5;
 const CHROMA_EDGE_SHARE = 0.01;
 
 /**
- * A JPEG that auto wrote at 4:4:4 because the image has coloured edges (CHROMA_EDGE_SHARE) is
- * checked against 4:2:0 at this many quality steps higher: the 4:2:0 candidate is encoded, scored
- * only when it is smaller, and taken when it also scores in the target's band. The edge share does not
- * say which of the two is smaller at the target: on the 15 synthetic corpus images at 256–2048 px
- * (2026-11-28), 4:2:0 at the target was 3–23 % smaller for the scikit-image logo, sharp's alpha-paper
- * at 1024 and 2048 px and the GIMP single-window screenshot, and 4:4:4 was 3–11 % smaller for the
- * chart, the folder icon, alpha-paper at 256 and 512 px and the multi-window screenshot, with edge
- * shares of 0.02–0.16 on both sides. Where both reached the target, 4:2:0 needed 5–10 steps more than
- * 4:4:4 (mean 8). The check costs one JPEG encode (a tenth to a third of a score on these images), and
- * a score where 4:2:0 is smaller.
- */
-export const CHROMA_SECOND_OPINION = { steps: 8 };
-
-/**
  * WebP lossless for a synthetic image is encoded only when it can be the smaller output: an estimate
  * of its size (LOSSLESS_SAMPLE: the image's rows in bands of 32, one band of every 4, encoded
  * lossless at effort 1 and scaled by the rows left out) must be at most this many times the lossy
@@ -348,10 +334,10 @@ export function createAutoEncoder(
     const key = (q: number, v: EncodeVariant) =>
       `${q}|${v.chromaSubsampling ?? ''}|${v.lossless ?? false}|${v.nearLossless ?? false}`;
     const cache = new Map<string, Trial>();
-    const at = async (q: number, variant: EncodeVariant, encodedAlready?: Encoded): Promise<Trial> => {
+    const at = async (q: number, variant: EncodeVariant): Promise<Trial> => {
       let hit = cache.get(key(q, variant));
       if (!hit) {
-        const encoded = encodedAlready ?? (await encodeAtQuality(q, variant));
+        const encoded = await encodeAtQuality(q, variant);
         // Neighbouring qualities can give the same bytes (seen in AVIF: Q 61 and Q 64 of a
         // screenshot wrote the same file): their score is already known.
         const same = trials.find((t) => t.encoded.data.equals(encoded.data));
@@ -451,16 +437,6 @@ export function createAutoEncoder(
       lossless = { q: 100, variant: { lossless: true }, encoded, score: 100 };
     };
 
-    /** CHROMA_SECOND_OPINION: the 4:4:4 answer, or a smaller 4:2:0 one in the target's band. */
-    const secondOpinion = async (found: Trial): Promise<Trial> => {
-      const q = Math.min(AUTO_MAX_Q, found.q + CHROMA_SECOND_OPINION.steps);
-      const variant: EncodeVariant = { chromaSubsampling: '4:2:0' };
-      const encoded = await encodeAtQuality(q, variant);
-      if (encoded.data.length >= found.encoded.data.length) return found;
-      const other = await at(q, variant, encoded);
-      return other.score >= target - AUTO_BELOW ? other : found;
-    };
-
     const predicted = predictQuality(lossy, features, primary, target, predict);
     const start = startAtMinimum ? lo : Math.min(cap, Math.max(lo, small ? SMALL_START_Q : predicted.q));
     if (predict && !small) {
@@ -487,10 +463,7 @@ export function createAutoEncoder(
     const withLossless = (t: Trial | undefined) =>
       lossless && (!t || lossless.encoded.data.length <= t.encoded.data.length) ? lossless : t;
 
-    let lossyFound = smallest(target - AUTO_BELOW);
-    if (lossyFound && format === 'jpeg' && colourEdges && !small && lossyFound.variant === primary) {
-      lossyFound = await secondOpinion(lossyFound);
-    }
+    const lossyFound = smallest(target - AUTO_BELOW);
     await tryLossless(lossyFound ?? smallest(floorGoal));
     const found = withLossless(lossyFound);
     if (found) return done(found);

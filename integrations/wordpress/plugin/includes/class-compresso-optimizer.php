@@ -37,7 +37,7 @@ class Compresso_Optimizer {
 	const SWEEP_LOCK = 'compresso_sweep_lock';
 	/** Seconds between sweeps. */
 	const SWEEP_EVERY = 60;
-	/** Queued attachments looked at per sweep (lowest ids first). */
+	/** Queued and waiting attachments looked at per sweep (lowest ids first). */
 	const SWEEP_LIMIT = 200;
 
 	/** @var bool Whether this request queued work (then the cron is kicked at shutdown). */
