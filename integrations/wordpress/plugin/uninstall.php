@@ -21,6 +21,7 @@ $compresso_delete_backups = ( is_array( $compresso_settings ) && ! empty( $compr
 delete_option( 'compresso_settings' );
 delete_option( 'compresso_show_setup_notice' );
 delete_post_meta_by_key( '_compresso' );
+delete_post_meta_by_key( '_compresso_pending' );
 // Tries counted by a request that died working on an attachment (Compresso_Optimizer::attempt()).
 delete_post_meta_by_key( '_compresso_attempts' );
 wp_unschedule_hook( 'compresso_optimize_attachment' );

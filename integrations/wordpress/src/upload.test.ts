@@ -321,12 +321,19 @@ describe('auto-compress on upload', { timeout: 600_000 }, () => {
       compresso_test_out( array(
         'settings' => get_option( 'compresso_settings', 'gone' ),
         'meta' => get_post_meta( ${first.id}, '_compresso', true ),
+        'pending' => get_post_meta( ${first.id}, '_compresso_pending', true ),
         'scheduled' => wp_next_scheduled( 'compresso_optimize_attachment', array( ${first.id} ) ),
         'sweep' => array( get_option( 'compresso_sweep_after', 'gone' ), get_option( 'compresso_sweep_lock', 'gone' ) ),
       ) );`,
       { asAdmin: true },
     );
-    expect(value).toEqual({ settings: 'gone', meta: '', scheduled: false, sweep: ['gone', 'gone'] });
+    expect(value).toEqual({
+      settings: 'gone',
+      meta: '',
+      pending: '',
+      scheduled: false,
+      sweep: ['gone', 'gone'],
+    });
     const backup = wp
       .hostPath(first.files['dune.jpg'] ?? '')
       .replace('/wp-content/uploads/', '/wp-content/compresso-backups/');

@@ -31,13 +31,19 @@ class Compresso_Optimizer {
 	const ATTEMPTS_META = '_compresso_attempts';
 	/** Tries that may end with the request dying before the attachment is marked failed. */
 	const MAX_ATTEMPTS = 3;
+	/**
+	 * The meta that marks an attachment queued or waiting (its value is that status), kept beside the
+	 * record by save_state() so the sweep for lost events finds them through the meta_key index instead
+	 * of reading every record.
+	 */
+	const PENDING_META = '_compresso_pending';
 	/** The option (autoloaded, so reading it costs no query) holding when the next sweep for lost events is due. */
 	const SWEEP_OPTION = 'compresso_sweep_after';
 	/** The lock one request takes to sweep, so requests meeting at the minute do not all sweep. */
 	const SWEEP_LOCK = 'compresso_sweep_lock';
 	/** Seconds between sweeps. */
 	const SWEEP_EVERY = 60;
-	/** Queued and waiting attachments looked at per sweep (lowest ids first). */
+	/** Queued and waiting attachments (PENDING_META) looked at per sweep (lowest ids first). */
 	const SWEEP_LIMIT = 200;
 
 	/** @var bool Whether this request queued work (then the cron is kicked at shutdown). */
@@ -96,7 +102,7 @@ class Compresso_Optimizer {
 		$waiting          = 'waiting' === $state['status'];
 		$state['status']  = 'queued';
 		$state['context'] = $context;
-		update_post_meta( $attachment_id, self::META, $state );
+		self::save_state( $attachment_id, $state );
 		$when = $when ? $when : time();
 		$args = array( $attachment_id );
 		$next = wp_next_scheduled( self::CRON_HOOK, $args );
@@ -161,17 +167,11 @@ class Compresso_Optimizer {
 	 */
 	public static function requeue_lost() {
 		global $wpdb;
-		// The record is a serialized array; its status field reads the same in every one of them.
-		$field = function ( $status ) use ( $wpdb ) {
-			return '%' . $wpdb->esc_like( serialize( 'status' ) . serialize( $status ) ) . '%'; // phpcs:ignore WordPress.PHP.DiscouragedPHPFunctions.serialize_serialize -- the stored form of the field.
-		};
-		// phpcs:ignore WordPress.DB.DirectDatabaseQuery -- no meta API query reads inside a serialized value.
+		// phpcs:ignore WordPress.DB.DirectDatabaseQuery -- ids only, through the meta_key index.
 		$ids  = $wpdb->get_col(
 			$wpdb->prepare(
-				"SELECT post_id FROM {$wpdb->postmeta} WHERE meta_key = %s AND ( meta_value LIKE %s OR meta_value LIKE %s ) ORDER BY post_id LIMIT %d",
-				self::META,
-				$field( 'queued' ),
-				$field( 'waiting' ),
+				"SELECT post_id FROM {$wpdb->postmeta} WHERE meta_key = %s ORDER BY post_id LIMIT %d",
+				self::PENDING_META,
 				self::SWEEP_LIMIT
 			)
 		);
@@ -188,9 +188,15 @@ class Compresso_Optimizer {
 			$state = self::state( $id );
 			if ( 'queued' === $state['status'] ) {
 				$when = time();
-			} elseif ( 'waiting' === $state['status'] && ! in_array( $id, $held, true ) ) {
+			} elseif ( 'waiting' === $state['status'] ) {
+				if ( in_array( $id, $held, true ) ) {
+					continue;
+				}
 				$when = max( time(), isset( $state['retry_at'] ) ? (int) $state['retry_at'] : 0 );
 			} else {
+				// A mark the record has moved past (written around save_state()): gone, so it takes no
+				// place in the next sweep's window.
+				delete_post_meta( $id, self::PENDING_META );
 				continue;
 			}
 			if ( true === wp_schedule_single_event( $when, self::CRON_HOOK, array( $id ) ) ) {
@@ -234,6 +240,21 @@ class Compresso_Optimizer {
 			),
 			is_array( $state ) ? $state : array()
 		);
+	}
+
+	/**
+	 * Saves the attachment's record, and the mark (PENDING_META) that says it is queued or waiting.
+	 *
+	 * @param int   $attachment_id The attachment.
+	 * @param array $state         The record.
+	 */
+	public static function save_state( $attachment_id, array $state ) {
+		update_post_meta( $attachment_id, self::META, $state );
+		if ( isset( $state['status'] ) && in_array( $state['status'], array( 'queued', 'waiting' ), true ) ) {
+			update_post_meta( $attachment_id, self::PENDING_META, $state['status'] );
+		} else {
+			delete_post_meta( $attachment_id, self::PENDING_META );
+		}
 	}
 
 	/**
@@ -414,13 +435,13 @@ class Compresso_Optimizer {
 				$record['siblings'][ $format ] = $sibling;
 			}
 			$state['files'][ $name ] = $record;
-			update_post_meta( $attachment_id, self::META, $state );
+			self::save_state( $attachment_id, $state );
 		}
 		if ( is_array( $metadata ) ) {
 			self::update_filesizes( $attachment_id, $metadata );
 		}
 		$state['status'] = 'done';
-		update_post_meta( $attachment_id, self::META, $state );
+		self::save_state( $attachment_id, $state );
 		return $state;
 	}
 
@@ -549,13 +570,13 @@ class Compresso_Optimizer {
 			$state['status'] = 'waiting';
 			// Kept so that a lost retry event is put back at the same time (requeue_lost()).
 			$state['retry_at'] = time() + $wait;
-			update_post_meta( $attachment_id, self::META, $state );
+			self::save_state( $attachment_id, $state );
 			// The retry replaces the lease this request may hold on the event.
 			Compresso_Runner::release( self::CRON_HOOK, array( (int) $attachment_id ) );
 			wp_schedule_single_event( time() + $wait, self::CRON_HOOK, array( (int) $attachment_id ) );
 			return $state;
 		}
-		update_post_meta( $attachment_id, self::META, $state );
+		self::save_state( $attachment_id, $state );
 		return $state;
 	}
 
@@ -644,6 +665,7 @@ class Compresso_Optimizer {
 			self::update_filesizes( $attachment_id, $metadata );
 		}
 		delete_post_meta( $attachment_id, self::META );
+		delete_post_meta( $attachment_id, self::PENDING_META );
 		return true;
 	}
 }

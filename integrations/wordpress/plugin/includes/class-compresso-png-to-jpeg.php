@@ -202,7 +202,7 @@ class Compresso_Png_To_Jpeg {
 			'old_metadata'  => $old_metadata,
 			'references'    => $references,
 		);
-		update_post_meta( $attachment_id, Compresso_Optimizer::META, $state );
+		Compresso_Optimizer::save_state( $attachment_id, $state );
 		return true;
 	}
 
