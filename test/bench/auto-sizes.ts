@@ -1,5 +1,5 @@
 /**
- * Quality "auto" on every image of the corpus but the photos, fitted into several sizes (PNG copies made
+ * Quality "auto" on every image of the corpus but the photos (or the kinds given), fitted into several sizes (PNG copies made
  * by sharp, never enlarged), in one format: one JSON line per image and size with the bytes, quality,
  * score, steps and chroma auto wrote. Run it with two engines (this checkout's, and another's with
  * --engine, e.g. a git worktree sharing this node_modules) to compare a change to auto's settings
@@ -7,7 +7,8 @@
  * (results/auto-sizes-jpeg-30e1e96.jsonl and -second-opinion.jsonl).
  *
  * Usage: node test/bench/auto-sizes.ts [--format jpeg|webp|avif] [--sizes 2048,1024,512,256]
- *        [--engine PATH/core/engine/src/index.ts] [--out FILE]
+ *        [--kinds photo,screenshot,…] [--engine PATH/core/engine/src/index.ts] [--out FILE]
+ * (--kinds: default every kind but photo)
  */
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -20,18 +21,24 @@ const { values } = parseArgs({
     format: { type: 'string' },
     sizes: { type: 'string' },
     engine: { type: 'string' },
+    kinds: { type: 'string' },
     out: { type: 'string' },
   },
 });
 const format = (values.format ?? 'jpeg') as 'jpeg' | 'webp' | 'avif';
 const sizes = (values.sizes ?? '2048,1024,512,256').split(',').map(Number);
+const kinds = values.kinds?.split(',');
 const module: typeof import('@compresso/engine') = values.engine
   ? await import(resolve(values.engine))
   : await import('@compresso/engine');
 
 const engine = module.createEngine({ concurrency: 1 });
 const lines: string[] = [];
-for (const image of (await loadCorpus(DEFAULT_CORPUS)).filter((i) => i.kind !== 'photo')) {
+// HEVC HEIC is left out: sharp cannot decode it to make the resized copies.
+const chosen = (await loadCorpus(DEFAULT_CORPUS)).filter(
+  (i) => !i.heic && (kinds ? kinds.includes(i.kind) : i.kind !== 'photo'),
+);
+for (const image of chosen) {
   for (const size of sizes) {
     const input = await sharp(image.bytes)
       .resize(size, size, { fit: 'inside', withoutEnlargement: true })
