@@ -1,7 +1,7 @@
 /**
- * Quality "auto" on every image of the corpus but the photos (or the kinds given), fitted into several sizes (PNG copies made
- * by sharp, never enlarged), in one format: one JSON line per image and size with the bytes, quality,
- * score, steps and chroma auto wrote. Run it with two engines (this checkout's, and another's with
+ * Quality "auto" on every image of the corpus but the photos (or the kinds given), fitted into
+ * several sizes (PNG copies made by sharp, never enlarged), in one format: one JSON line per image
+ * and size with the bytes, quality, score, steps and chroma auto wrote. Run it with two engines (this checkout's, and another's with
  * --engine, e.g. a git worktree sharing this node_modules) to compare a change to auto's settings
  * image by image; the 4:2:0 second opinion for JPEG tried on 2026-11-28 was measured this way
  * (results/auto-sizes-jpeg-30e1e96.jsonl and -second-opinion.jsonl).
