@@ -175,6 +175,9 @@ class Compresso_Optimizer {
 				self::SWEEP_LIMIT
 			)
 		);
+		if ( ! $ids ) {
+			return array();
+		}
 		$bulk = Compresso_Bulk::run();
 		$held = in_array( $bulk['status'], array( 'running', 'paused', 'waiting' ), true ) ? array_map( 'intval', (array) $bulk['retry'] ) : array();
 		// The schedule as it is now, not as this request read it.
