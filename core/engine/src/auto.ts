@@ -2,7 +2,7 @@ import type { CompressOptions, OutputFormat } from '@compresso/schema';
 import sharp from 'sharp';
 import { predictQuality } from './auto-predict.ts';
 import { applyEncoder, type ChromaSubsampling } from './encode.ts';
-import { isSynthetic, measureFeatures } from './image-features.ts';
+import { type ImageFeatures, isSynthetic, measureFeatures } from './image-features.ts';
 import { withTimeLimit } from './limits.ts';
 import {
   backgroundsFor,
@@ -13,7 +13,13 @@ import {
 } from './metric/compare.ts';
 import { SharedScratch } from './metric/index.ts';
 import { AUTO_ROW_SAMPLING, type RgbImage } from './metric/ssimulacra2.ts';
-import { type AutoEncoder, type EncodeVariant, prepare, shareDecodedPixels } from './optimize.ts';
+import {
+  type AutoEncoder,
+  type EncodeVariant,
+  encoderInput,
+  prepare,
+  shareDecodedPixels,
+} from './optimize.ts';
 import { DEFAULT_SCALE_QUALITY } from './quality.ts';
 
 type Encoded = Awaited<ReturnType<Parameters<AutoEncoder>[3]>>;
@@ -85,12 +91,21 @@ const CHROMA_EDGE_SHARE = 0.01;
  * of what made screenshot WebP the dearest auto). Measured against the true size of the lossless
  * encode auto keeps (effort 4) on the 15 synthetic corpus images fitted into 2048, 1024, 512 and 256
  * px (2026-11-27, 60 cases from 92 to 1 800 rows): the estimate was 0.68–1.30× the true size
- * (0.79–1.23× at 2048 px), so this ratio misses no measured case where lossless is smaller. It costs
- * about a twentieth of the lossless encode; images of every height are estimated since then (before,
- * under 256 rows the lossless encode itself was made: 2.5 fixed encodes' worth on a 448 × 172 text
- * graphic whose lossless was 5.6× its lossy answer).
+ * (0.79–1.23× at 2048 px). It costs about a twentieth of the lossless encode; images of every height
+ * are estimated since then (before, under 256 rows the lossless encode itself was made: 2.5 fixed
+ * encodes' worth on a 448 × 172 text graphic whose lossless was 5.6× its lossy answer).
+ *
+ * 1.1, not 1.3 (2026-11-28): the estimate mostly runs over the true size (effort 1 writes more
+ * than effort 4): 1.02–1.07× on the four images at their own size of 1 000 px or more whose estimate
+ * came within 1.3× of the lossy answer. Of the 32 distinct synthetic cases (same sizes) that reached
+ * the estimate, 1.3 encoded lossless on 9, and it was smaller on 1 (the Gulp illustration at
+ * 1920 × 1200: estimate 0.83×, true 0.79× the lossy answer); the 8 it lost were 1.02–1.58× the
+ * lossy answer, and 1.1 skips 6 of them (the two GIMP window screenshots at their own size:
+ * estimate 1.16× and 1.21×, true 1.14× and 1.19×; 1.3 and 1.6 fixed encodes each). What 1.1 can
+ * miss is a lossless output whose estimate ran over by more than 10 %: with the largest overrun
+ * measured (1.28×), one at most 0.86× the lossy answer. No measured case was missed.
  */
-export const LOSSLESS_TRY_RATIO = 1.3;
+export const LOSSLESS_TRY_RATIO = 1.1;
 const LOSSLESS_SAMPLE = { band: 32, every: 4, effort: 1 };
 
 /**
@@ -161,10 +176,30 @@ const FAR_ABOVE = 10;
  * megapixel or more (where the saved encode is dear) with a mean gradient under `maxGradient` are
  * checked (the flat graphics measure 0.8–3.9; screenshots and charts 8.7–20.7), since the check is
  * wasted where it fails. Not AVIF: at Q 30 it passed on the Debian logo alone, and a half-size AVIF
- * encode costs 0.3–0.9 s, more than that one hit saved over the corpus. The full-size score still
- * decides; a miss costs probes, never quality.
+ * encode costs 0.3–0.9 s, more than that one hit saved over the corpus. In JPEG only with at most
+ * `jpegMaxColours` colours (on the features' 256-px copy): JPEG at Q 30 draws a smooth gradient in
+ * blocks, so flat graphics with many colours failed there (the Debian logo's gradients, 5 957 colours,
+ * and alpha-paper, 487: the 56.1 and 62.4 above), and on the Debian logo the wasted check cost 0.7 of
+ * a fixed encode (2026-11-28); the two that passed have 1 and 46 (Arc, Gulp). The full-size score
+ * still decides; a miss costs probes, never quality.
  */
-export const FLAT_CHECK = { minPixels: 1_000_000, maxGradient: 6, margin: 4 } as const;
+export const FLAT_CHECK = { minPixels: 1_000_000, maxGradient: 6, margin: 4, jpegMaxColours: 256 } as const;
+
+/** Whether auto checks a half-size copy at AUTO_MIN_Q before its first probe (FLAT_CHECK). */
+export function flatCheckApplies(
+  format: 'jpeg' | 'webp' | 'avif',
+  features: ImageFeatures,
+  width: number,
+  height: number,
+): boolean {
+  return (
+    format !== 'avif' &&
+    isSynthetic(features) &&
+    width * height >= FLAT_CHECK.minPixels &&
+    features.meanGradient < FLAT_CHECK.maxGradient &&
+    (format !== 'jpeg' || features.colours <= FLAT_CHECK.jpegMaxColours)
+  );
+}
 
 /**
  * SSIMULACRA2 of a half-size copy of the encoder's input, encoded at AUTO_MIN_Q with `variant`,
@@ -288,8 +323,15 @@ export function createAutoEncoder(
     const lossy = format as 'jpeg' | 'webp' | 'avif';
     const { target, maxQ } = all[lossy];
     // 'jpeg' never keeps animation frames, so this is the first frame, oriented and resized exactly
-    // as the output will be.
-    const reference = () => prepare(source, { ...options, strip_exif: true }, 'jpeg');
+    // as the output will be. Into JPEG it is the encoder's own input: a transparent source flattened
+    // on white by the encoder's pipeline (optimize.ts JPEG_BACKGROUND), so the metric compares the
+    // output with exactly what was encoded, and the candidates are encoded from these pixels
+    // (`shareDecodedPixels`) without decoding the source a second time.
+    const referenceOptions = { ...options, strip_exif: true };
+    const reference = () =>
+      lossy === 'jpeg'
+        ? encoderInput(source, referenceOptions, 'jpeg')
+        : prepare(source, referenceOptions, 'jpeg');
     const references = await decodeReferences(reference, backgroundsFor(source.hasAlpha, format));
     const { width, height, data } = references[0]!.image;
     // Features from the pixels already decoded for the metric: no second decode and resize.
@@ -315,11 +357,8 @@ export function createAutoEncoder(
     const startAtMinimum =
       predict &&
       !small &&
-      synthetic &&
-      format !== 'avif' &&
       !animated &&
-      width * height >= FLAT_CHECK.minPixels &&
-      features.meanGradient < FLAT_CHECK.maxGradient &&
+      flatCheckApplies(lossy, features, width, height) &&
       (await halfSizeScore(references, lossy, primary, source.limits.timeoutSeconds)) >=
         target + FLAT_CHECK.margin;
     // The reference side of the metric runs in its thread while the first candidate encodes; its

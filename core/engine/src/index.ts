@@ -8,6 +8,7 @@ export {
   AUTO_TOLERANCE,
   createAutoEncoder,
   FLAT_CHECK,
+  flatCheckApplies,
   SAMPLED_FLOOR_MARGIN,
   SMALL_IMAGE_SIDE,
 } from './auto.ts';

@@ -109,8 +109,9 @@ const sharedPixels = new WeakMap<
  * - an opaque source: the reference's RGB;
  * - a transparent one into WebP or AVIF: the reference's RGBA (where the alpha is 255 everywhere
  *   the metric keeps RGB only, and the alpha goes back in);
- * - a transparent one into JPEG: its pixels flattened on JPEG_BACKGROUND as the encoder's pipeline
- *   flattens them, decoded here once (the reference keeps RGBA, which the metric composites itself).
+ * - a transparent one into JPEG: its pixels flattened on JPEG_BACKGROUND by the encoder's pipeline,
+ *   which auto decodes as its reference (auto.ts); a reference that kept its RGBA is flattened here
+ *   by that pipeline, decoded once for the purpose.
  * The output is the same to the byte (auto.test.ts: JPEG and PNG sources with and without ICC
  * profiles, 16-bit, transparent, in JPEG, WebP and AVIF). Any other source is left alone.
  */
@@ -133,6 +134,12 @@ export async function shareDecodedPixels(
   }
   if (m.channels !== 4) return;
   if (format === 'jpeg') {
+    // Auto's JPEG reference is the encoder's input already (auto.ts: flattened on JPEG_BACKGROUND by
+    // the pipeline), opaque 8-bit RGB; so is a reference whose alpha was opaque everywhere.
+    if (!reference.rgba && reference.data.length === width * height * 3) {
+      share(reference.data, 3);
+      return;
+    }
     const { data, info } = await encoderInput(source, options, format)
       .raw()
       .toBuffer({ resolveWithObject: true });

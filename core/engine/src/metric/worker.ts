@@ -12,14 +12,37 @@ export interface ScoreTask {
 }
 
 /**
- * Prepared references this thread keeps. A search scores 5–7 candidates against one reference in a
- * row; two entries cover two searches interleaved on one thread. Each holds ~35 float planes'
- * worth (≈ 120 MB at 2048 × 1280), so no more. In WebAssembly (simd.ts) the planes live in the
- * module's memory, which grows to the thread's largest need and is handed back only when the thread
- * exits (after IDLE_TIMEOUT_MS idle, index.ts): SIMD_MAX_PIXELS bounds that.
+ * Prepared references this thread keeps, most recently used last. A search scores 2–7 candidates
+ * against one reference in a row, and a transparent image has two references (one per background,
+ * compare.ts). Each holds ~35 float planes' worth (≈ 120 MB at 2048 × 1280). In WebAssembly
+ * (simd.ts) the planes live in the module's memory, which grows to the thread's largest need and is
+ * handed back only when the thread exits (after IDLE_TIMEOUT_MS idle, index.ts): SIMD_MAX_PIXELS
+ * bounds that.
+ *
+ * The thread keeps KEEP_MIN references of any size (two searches of opaque images interleaved, as
+ * always) and up to KEEP_MAX while their pixels together stay within KEEP_PIXELS. Until 2026-11-28
+ * it kept two whatever their size: two transparent images searched side by side (four references)
+ * evicted each other on every score, so each score prepared its reference again (two 256-px icons
+ * into WebP: 18 preparations for 8 scores). More than two are kept only while together they hold
+ * no more pixels than two 2048 × 2048 references, so the most a thread keeps is unchanged: two
+ * references of SIMD_MAX_PIXELS.
  */
-const KEEP = 2;
+export const KEEP_MIN = 2;
+export const KEEP_MAX = 4;
+export const KEEP_PIXELS = 2 * 2048 * 2048;
 const prepared = new Map<string, PreparedReference | SimdReference>();
+let preparations = 0;
+
+/** What this thread holds and has done (tests): kept references, and how many were prepared. */
+export function cacheStats(): { kept: number; keptPixels: number; preparations: number } {
+  return { kept: prepared.size, keptPixels: keptPixels(), preparations };
+}
+
+function keptPixels(): number {
+  let pixels = 0;
+  for (const ref of prepared.values()) pixels += ref.width * ref.height;
+  return pixels;
+}
 
 /**
  * Piscina entry: one SSIMULACRA2 score, computed off the main thread — in WebAssembly SIMD
@@ -30,9 +53,12 @@ export default function score(task: ScoreTask): number {
   let ref = prepared.get(key);
   if (ref) prepared.delete(key);
   // A failure in the WebAssembly module drops it with every reference it held: those are prepared again.
-  if (!ref || !preparedLive(ref)) ref = prepare(task.reference, task.sampled ? AUTO_ROW_SAMPLING : undefined);
+  if (!ref || !preparedLive(ref)) {
+    ref = prepare(task.reference, task.sampled ? AUTO_ROW_SAMPLING : undefined);
+    preparations++;
+  }
   prepared.set(key, ref);
-  while (prepared.size > KEEP) {
+  while (prepared.size > KEEP_MIN && (prepared.size > KEEP_MAX || keptPixels() > KEEP_PIXELS)) {
     const [oldest, evicted] = prepared.entries().next().value!;
     prepared.delete(oldest);
     releasePrepared(evicted);
