@@ -23,9 +23,9 @@ export interface ScoreTask {
  * always) and up to KEEP_MAX while their pixels together stay within KEEP_PIXELS. Until 2026-11-28
  * it kept two whatever their size: two transparent images searched side by side (four references)
  * evicted each other on every score, so each score prepared its reference again (two 256-px icons
- * into WebP: 18 preparations for 8 scores). More than two are kept only while together they hold
- * no more pixels than two 2048 × 2048 references, so the most a thread keeps is unchanged: two
- * references of SIMD_MAX_PIXELS.
+ * into WebP: 18 preparations for their 16 scores, where 4 would do). More than two are kept only
+ * while together they hold no more pixels than two 2048 × 2048 references, so the most a thread
+ * keeps is unchanged: two references of SIMD_MAX_PIXELS.
  */
 export const KEEP_MIN = 2;
 export const KEEP_MAX = 4;
