@@ -66,7 +66,7 @@ interface Exports {
  * wasm32 memory ends at 4 GiB and never shrinks: a prepared reference holds up to ~48 bytes a pixel
  * (XYB planes, blurred means and squares over the scales) and a score ~30 more, so a metric thread
  * that keeps two references of this size (worker.ts: more than two only while together they are no
- * larger than two 2048 × 2048 ones) and scores a third image stays under 2.2 GiB.
+ * larger than one 2048 × 2048 one) and scores a third image stays under 2.2 GiB.
  */
 export const SIMD_MAX_PIXELS = 4096 * 4096;
 

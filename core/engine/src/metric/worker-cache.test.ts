@@ -51,43 +51,44 @@ describe('metric thread reference cache', () => {
   it('keeps more than two only while their pixels fit KEEP_PIXELS, and never fewer than two', () => {
     expect(KEEP_MIN).toBe(2);
     expect(KEEP_MAX).toBe(4);
-    // Large flat references (the cache counts pixels, the content does not matter here): three
-    // of 1500 × 1500 fit KEEP_PIXELS, a fourth does not.
-    const side = 1500;
-    const flat = (value: number): RgbImage => ({
-      width: side,
-      height: side,
-      data: new Uint8Array(side * side * 3).fill(value),
+    // Flat references (the cache counts pixels, the content does not matter here).
+    const rect = (width: number, height: number, value: number): RgbImage => ({
+      width,
+      height,
+      data: new Uint8Array(width * height * 3).fill(value),
     });
-    expect(3 * side * side).toBeLessThanOrEqual(KEEP_PIXELS);
-    expect(4 * side * side).toBeGreaterThan(KEEP_PIXELS);
-    const references = [10, 80, 150, 220].map(flat);
-    references.forEach((reference, i) => {
-      score({ referenceId: 9_100_000 + i, reference });
-    });
-    const stats = cacheStats();
-    expect(stats.kept).toBeLessThanOrEqual(KEEP_MAX);
-    expect(stats.keptPixels).toBeLessThanOrEqual(KEEP_PIXELS);
-    // The newest is kept: scoring against it prepares nothing.
-    const before = stats.preparations;
-    score({ referenceId: 9_100_003, reference: references[3]!, distorted: references[3]! });
-    expect(cacheStats().preparations).toBe(before);
-    // The oldest was evicted: it is prepared again.
-    score({ referenceId: 9_100_000, reference: references[0]!, distorted: references[0]! });
-    expect(cacheStats().preparations).toBe(before + 1);
-    // Two references of any size are always kept (two opaque searches interleaved).
-    const huge = (value: number): RgbImage => ({
-      width: 3000,
-      height: 2000,
-      data: new Uint8Array(3000 * 2000 * 3).fill(value),
-    });
-    const [h1, h2] = [huge(40), huge(200)];
-    score({ referenceId: 9_200_000, reference: h1! });
-    score({ referenceId: 9_200_001, reference: h2! });
+    const flat = (side: number, value: number) => rect(side, side, value);
+    let id = 9_100_000;
+    const prepareAll = (references: RgbImage[]) =>
+      references.map((reference) => {
+        const referenceId = id++;
+        score({ referenceId, reference });
+        return { referenceId, reference };
+      });
+    const scoreAgainst = ({ referenceId, reference }: { referenceId: number; reference: RgbImage }) => {
+      const before = cacheStats().preparations;
+      score({ referenceId, reference, distorted: reference });
+      return cacheStats().preparations - before;
+    };
+    // Four of 1000 × 1000 fit KEEP_PIXELS: all four are kept; a fifth pushes the oldest out.
+    expect(4 * 1000 * 1000).toBeLessThanOrEqual(KEEP_PIXELS);
+    const small = prepareAll([10, 60, 110, 160, 210].map((v) => flat(1000, v)));
+    expect(cacheStats().kept).toBe(KEEP_MAX);
+    expect(scoreAgainst(small[1]!)).toBe(0);
+    expect(scoreAgainst(small[4]!)).toBe(0);
+    expect(scoreAgainst(small[0]!)).toBe(1);
+    // Three of 1200 × 1200 do not fit: only the last two are kept, as before the cache grew.
+    expect(3 * 1200 * 1200).toBeGreaterThan(KEEP_PIXELS);
+    const mid = prepareAll([20, 120, 220].map((v) => flat(1200, v)));
+    expect(cacheStats().kept).toBe(KEEP_MIN);
+    expect(cacheStats().keptPixels).toBe(2 * 1200 * 1200);
+    expect(scoreAgainst(mid[2]!)).toBe(0);
+    expect(scoreAgainst(mid[1]!)).toBe(0);
+    expect(scoreAgainst(mid[0]!)).toBe(1);
+    // Two of any size are always kept (two opaque searches interleaved).
+    const huge = prepareAll([40, 200].map((v) => rect(3000, 2000, v)));
     expect(cacheStats().kept).toBe(2);
-    const again = cacheStats().preparations;
-    score({ referenceId: 9_200_000, reference: h1!, distorted: h1! });
-    score({ referenceId: 9_200_001, reference: h2!, distorted: h2! });
-    expect(cacheStats().preparations).toBe(again);
+    expect(scoreAgainst(huge[0]!)).toBe(0);
+    expect(scoreAgainst(huge[1]!)).toBe(0);
   });
 });

@@ -24,12 +24,15 @@ export interface ScoreTask {
  * it kept two whatever their size: two transparent images searched side by side (four references)
  * evicted each other on every score, so each score prepared its reference again (two 256-px icons
  * into WebP: 18 preparations for their 16 scores, where 4 would do). More than two are kept only
- * while together they hold no more pixels than two 2048 × 2048 references, so the most a thread
- * keeps is unchanged: two references of SIMD_MAX_PIXELS.
+ * while together they hold no more pixels than one 2048 × 2048 reference (four of 1024 × 1024): a
+ * thread keeps a finished search's references until they are pushed out, and its memory never
+ * shrinks, so a larger bound would keep a third 2048-px reference (~130 MB) after every run of large
+ * autos. With this one, large images are kept exactly as before (two), and what the smaller ones
+ * keep is less than two large references already take.
  */
 export const KEEP_MIN = 2;
 export const KEEP_MAX = 4;
-export const KEEP_PIXELS = 2 * 2048 * 2048;
+export const KEEP_PIXELS = 2048 * 2048;
 const prepared = new Map<string, PreparedReference | SimdReference>();
 let preparations = 0;
 
