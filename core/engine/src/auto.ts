@@ -365,7 +365,7 @@ export function createAutoEncoder(
     // failure surfaces through the first score, which prepares it again.
     const ready = prepareReferences(references, { sampled }).catch(() => undefined);
     // The candidates are encoded from pixels decoded once where that gives the same bytes (optimize.ts).
-    await shareDecodedPixels(source, options, format, references[0]!.image);
+    shareDecodedPixels(source, options, format, references[0]!.image);
 
     const trials: Trial[] = [];
     // The candidates' decoded pixels reuse the same shared memory from one score to the next.

@@ -106,53 +106,39 @@ const sharedPixels = new WeakMap<
  * pixels are exactly what the encoder would be given — metadata stripped (so the encoder writes none,
  * and sharp has already converted to sRGB through any ICC profile), one frame, sRGB colour channels
  * (8 or 16 bits) — the candidates are encoded from them instead:
- * - an opaque source: the reference's RGB;
+ * - into JPEG: the reference's RGB, which auto decodes through the encoder's own pipeline (a
+ *   transparent source flattened on JPEG_BACKGROUND there);
+ * - an opaque source into WebP or AVIF: the reference's RGB;
  * - a transparent one into WebP or AVIF: the reference's RGBA (where the alpha is 255 everywhere
- *   the metric keeps RGB only, and the alpha goes back in);
- * - a transparent one into JPEG: its pixels flattened on JPEG_BACKGROUND by the encoder's pipeline,
- *   which auto decodes as its reference (auto.ts); a reference that kept its RGBA is flattened here
- *   by that pipeline, decoded once for the purpose.
+ *   the metric keeps RGB only, and the alpha goes back in).
  * The output is the same to the byte (auto.test.ts: JPEG and PNG sources with and without ICC
  * profiles, 16-bit, transparent, in JPEG, WebP and AVIF). Any other source is left alone.
  */
-export async function shareDecodedPixels(
+export function shareDecodedPixels(
   source: Source,
   options: CompressOptions,
   format: OutputFormat,
   reference: RgbImage,
-): Promise<void> {
+): void {
   const m = source.metadata;
   if (!options.strip_exif || source.frames !== 1 || source.heic || !m) return;
   if (m.space !== 'srgb' && m.space !== 'rgb16') return;
   const { width, height } = reference;
   const share = (data: Uint8Array, channels: 3 | 4) =>
     sharedPixels.set(source, { options, format, width, height, data, channels });
+  if (format === 'jpeg') {
+    // Auto's JPEG reference is the encoder's own input (auto.ts: `encoderInput`, which flattens a
+    // transparent source on JPEG_BACKGROUND), 8-bit RGB: shared as it is.
+    if (!reference.rgba && reference.data.length === width * height * 3) share(reference.data, 3);
+    return;
+  }
   if (!source.hasAlpha) {
     if (m.channels === 3 && !reference.rgba && reference.data.length === width * height * 3)
       share(reference.data, 3);
     return;
   }
   if (m.channels !== 4) return;
-  if (format === 'jpeg') {
-    // Auto's JPEG reference is the encoder's input already (auto.ts: flattened on JPEG_BACKGROUND by
-    // the pipeline), opaque 8-bit RGB; so is a reference whose alpha was opaque everywhere.
-    if (!reference.rgba && reference.data.length === width * height * 3) {
-      share(reference.data, 3);
-      return;
-    }
-    const { data, info } = await encoderInput(source, options, format)
-      .raw()
-      .toBuffer({ resolveWithObject: true });
-    // 8-bit RGB of the reference's size (sharp's raw output here, 16-bit sources included), or
-    // nothing is shared.
-    if (
-      info.channels === 3 &&
-      info.width === width &&
-      info.height === height &&
-      data.length === width * height * 3
-    )
-      share(data, 3);
-  } else if (reference.rgba && reference.rgba.length === width * height * 4) {
+  if (reference.rgba && reference.rgba.length === width * height * 4) {
     share(reference.rgba, 4);
   } else if (!reference.rgba && reference.data.length === width * height * 3) {
     // An alpha channel opaque everywhere: the metric kept RGB only (decodeToRgbs), which is the

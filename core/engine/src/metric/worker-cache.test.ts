@@ -1,7 +1,7 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { corpus } from '../test-support/corpus.ts';
-import { decodeToRgbs, type RgbImage } from './index.ts';
+import { ALPHA_BACKGROUNDS, decodeToRgbs, type RgbImage } from './index.ts';
 import { ssimulacra2 } from './simd.ts';
 import score, { cacheStats, KEEP_MAX, KEEP_MIN, KEEP_PIXELS } from './worker.ts';
 
@@ -12,13 +12,12 @@ import score, { cacheStats, KEEP_MAX, KEEP_MIN, KEEP_PIXELS } from './worker.ts'
 
 /** A transparent icon over the two backgrounds the engine judges transparency on, and a WebP of it. */
 async function transparentPair(name: string): Promise<{ references: RgbImage[]; candidates: RgbImage[] }> {
-  const backgrounds = [
-    { r: 26, g: 26, b: 26 },
-    { r: 230, g: 230, b: 230 },
-  ];
   const source = corpus(name);
-  const references = await decodeToRgbs(source, backgrounds);
-  const candidates = await decodeToRgbs(await sharp(source).webp({ quality: 60 }).toBuffer(), backgrounds);
+  const references = await decodeToRgbs(source, ALPHA_BACKGROUNDS);
+  const candidates = await decodeToRgbs(
+    await sharp(source).webp({ quality: 60 }).toBuffer(),
+    ALPHA_BACKGROUNDS,
+  );
   return { references, candidates };
 }
 
