@@ -9,6 +9,7 @@ import {
   createAutoEncoder,
   FLAT_CHECK,
   flatCheckApplies,
+  fullChromaFirst,
   SMALL_IMAGE_SIDE,
 } from './auto.ts';
 import { createBisectionAutoEncoder } from './auto-bisection.ts';
@@ -289,6 +290,36 @@ describe('quality "auto"', () => {
     const chart = await engine.optimize(corpus('chart-mpl-stem3d.png'), options);
     expect(chart.info.chroma_subsampling).toBe('4:4:4');
     expect(chart.info.score).toBeGreaterThanOrEqual(AUTO_TARGET.avif - AUTO_BELOW);
+  }, 600_000);
+
+  it('JPEG: 4:4:4 first only for dense coloured edges or a small output; the scikit-image logo at 500 px takes 4:2:0', async () => {
+    // The logo's coloured edges (share ≈ 0.05) sit between AVIF's threshold and JPEG's: at its own
+    // size 4:2:0 reached the target with 18.6 % fewer bytes (fullChromaFirst in auto.ts).
+    const logo = corpus('graphic-skimage-logo.png');
+    const pixels = await sharp(logo)
+      .flatten({ background: '#ffffff' })
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    const { width, height } = pixels.info;
+    const features = await measureFeatures(sharp(pixels.data, { raw: { width, height, channels: 3 } }));
+    expect(features.chromaEdgeShare).toBeGreaterThan(0.01);
+    expect(features.chromaEdgeShare).toBeLessThan(0.06);
+    expect(fullChromaFirst('avif', features, width, height)).toBe(true);
+    expect(fullChromaFirst('jpeg', features, width, height)).toBe(false);
+    expect(fullChromaFirst('jpeg', features, 256, 256)).toBe(true);
+    expect(fullChromaFirst('jpeg', { ...features, chromaEdgeShare: 0.005 }, 256, 256)).toBe(false);
+    const large = await engine.optimize(logo, { output_format: 'jpeg', quality: 'auto' });
+    expect(large.info.chroma_subsampling).toBe('4:2:0');
+    expect(large.info.score).toBeGreaterThanOrEqual(AUTO_TARGET.jpeg - AUTO_BELOW);
+    const small = await engine.optimize(logo, { output_format: 'jpeg', quality: 'auto', max_dimension: 256 });
+    expect(small.info.chroma_subsampling).toBe('4:4:4');
+    expect(small.info.score).toBeGreaterThanOrEqual(AUTO_TARGET.jpeg - AUTO_BELOW);
+    // The chart's coloured lines are dense enough (≈ 0.08): 4:4:4 at any size.
+    const chart = await engine.optimize(corpus('chart-mpl-stem3d.png'), {
+      output_format: 'jpeg',
+      quality: 'auto',
+    });
+    expect(chart.info.chroma_subsampling).toBe('4:4:4');
   }, 600_000);
 
   it('small images (16–256 px): settings the reference tool scores at the floor, reported', async () => {

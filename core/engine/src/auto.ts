@@ -84,6 +84,38 @@ export const SAMPLED_FLOOR_MARGIN = 0.5;
 const CHROMA_EDGE_SHARE = 0.01;
 
 /**
+ * JPEG asks for more before it gives up 4:2:0 (2026-11-28): its 4:4:4 costs more than AVIF's, so
+ * only a synthetic image this dense in coloured edges, or an output whose shorter side is at most
+ * JPEG_FULL_CHROMA_SIDE (where each 4:2:0 chroma sample smears a larger share of the picture), is
+ * written 4:4:4 first. Measured with auto itself, 4:2:0 against 4:4:4 on the synthetic corpus fitted
+ * into 2048, 1024, 512 and 256 px: the two between the thresholds (the scikit-image logo, 0.052;
+ * the sharp alpha-paper fixture, 0.024) wrote 18.6 % and 18.1 % fewer bytes at 4:2:0 at their own
+ * size (500 × 500, 2048 × 1536; the same scores within 0.7), 8.9 % fewer at 1024 × 768, but 2.7 %
+ * and 5.4 % more at 512 × 384 and 256 × 192, as the red folder icon (0.030, 256 × 256) did, 9.4 %.
+ * With both rules, of the 46 synthetic cases only those three large ones change, and JPEG auto writes
+ * 1.2 % fewer bytes over all 46 (1 937 448 → 1 913 356); the scikit-image logo at 256 px, 3.1 %
+ * smaller at 4:2:0, is the one case the side rule keeps at the dearer setting. The charts and the GIMP
+ * window screenshots (0.077–0.169) were smaller at 4:4:4 by 2–22 % (auto-calibration-synthetic.json
+ * → curves) and stay there. AVIF measured the two within 1 % either way and keeps CHROMA_EDGE_SHARE.
+ */
+const JPEG_CHROMA_EDGE_SHARE = 0.06;
+const JPEG_FULL_CHROMA_SIDE = 400;
+
+/** Whether auto writes a synthetic image's JPEG or AVIF at 4:4:4 from the start (before the floor chain). */
+export function fullChromaFirst(
+  format: 'jpeg' | 'avif',
+  features: ImageFeatures,
+  width: number,
+  height: number,
+): boolean {
+  if (features.chromaEdgeShare < CHROMA_EDGE_SHARE) return false;
+  if (format === 'avif') return true;
+  return (
+    features.chromaEdgeShare >= JPEG_CHROMA_EDGE_SHARE || Math.min(width, height) <= JPEG_FULL_CHROMA_SIDE
+  );
+}
+
+/**
  * WebP lossless for a synthetic image is encoded only when it can be the smaller output: an estimate
  * of its size (LOSSLESS_SAMPLE: the image's rows in bands of 32, one band of every 4, encoded
  * lossless at effort 1 and scaled by the rows left out) must be at most this many times the lossy
@@ -343,13 +375,17 @@ export function createAutoEncoder(
     const floorGoal = sampled ? AUTO_FLOOR + SAMPLED_FLOOR_MARGIN : AUTO_FLOOR;
     // Animated WebP stays lossy: lossless animation frames are many times larger.
     const animated = source.frames > 1 && format === 'webp';
-    // 4:4:4 where colour has sharp edges (coloured text, thin coloured lines): 4:2:0 smears them.
+    // 4:4:4 where colour has sharp edges (coloured text, thin coloured lines): 4:2:0 smears them
+    // (fullChromaFirst: JPEG asks for denser ones, or a small output).
     // A graphic whose edges are all in luma (grey text, flat fills, soft gradients) keeps 4:2:0,
     // which reaches the target at fewer bytes; the floor chain still moves it to 4:4:4 when 4:2:0
     // cannot. (WebP's lossy mode is 4:2:0 only.)
-    const colourEdges = synthetic && features.chromaEdgeShare >= CHROMA_EDGE_SHARE;
     const chroma: ChromaSubsampling | undefined =
-      format === 'webp' ? undefined : colourEdges || small ? '4:4:4' : '4:2:0';
+      lossy === 'webp'
+        ? undefined
+        : small || (synthetic && fullChromaFirst(lossy, features, width, height))
+          ? '4:4:4'
+          : '4:2:0';
     const primary: EncodeVariant = chroma ? { chromaSubsampling: chroma } : {};
     // A large flat graphic whose half-size copy clears the target by far at the lowest quality
     // starts there (FLAT_CHECK). Before the reference is prepared: the metric thread keeps two

@@ -9,6 +9,7 @@ export {
   createAutoEncoder,
   FLAT_CHECK,
   flatCheckApplies,
+  fullChromaFirst,
   SAMPLED_FLOOR_MARGIN,
   SMALL_IMAGE_SIDE,
 } from './auto.ts';
