@@ -95,6 +95,8 @@ export interface BenchResult {
     avifEffort: number;
     webpEffort: number;
     minJobsPerBatch: number;
+    /** Absent in results written before 2026-11-28 (their batches ran once: 0). */
+    minBatchSeconds?: number;
     repeat: number;
     images: string[];
   };
@@ -198,7 +200,10 @@ export function markdown(result: BenchResult): string {
   out.push(
     `${settings.images.length} of the corpus's ${settings.corpusImages} images${settings.quick ? ' (--quick)' : settings.perKind ? ` (at most ${settings.perKind} per kind; --all for every one)` : ''}, resized to fit ${settings.maxDimension}×${settings.maxDimension} (never enlarged), ` +
       `${settings.concurrency} images in flight for the engine, raw sharp and the reference tools alike; ` +
-      `engine and raw sharp speeds are the best of ${settings.repeat} alternating pass(es). ` +
+      `engine and raw sharp speeds are the best of ${settings.repeat} alternating pass(es)` +
+      (settings.minBatchSeconds
+        ? `, each repeating its batch for at least ${settings.minBatchSeconds} s (the mean round counts). `
+        : '. ') +
       `Default quality ${settings.defaultQuality}; AVIF effort ${settings.avifEffort}, WebP effort ${settings.webpEffort}. ` +
       `Score: ${result.metric.scored ? 'SSIMULACRA2 of each output against the resized source (90 visually lossless, 80 very high, 70 high)' : `none (${result.metric.note})`}. ` +
       `Run took ${result.durationSeconds} s (${result.timedSeconds} s timed).`,

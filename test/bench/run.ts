@@ -25,7 +25,7 @@ import {
 import { DEFAULT_QUALITY, type OutputFormat, parseCompressOptions } from '@compresso/schema';
 import sharp from 'sharp';
 import { type CorpusImage, DEFAULT_CORPUS, KINDS, type Kind, loadCorpus } from './corpus.ts';
-import { fillJobs, MiB, RssSampler, round, runBatch } from './measure.ts';
+import { fillJobs, MiB, RssSampler, round, runBatch, runRounds } from './measure.ts';
 import { type Reference, referenceFrom, scoreOutput } from './metric.ts';
 import { rawEncode } from './raw.ts';
 import { discoverReferenceTools, type ReferenceTool, runTool } from './reference.ts';
@@ -54,6 +54,9 @@ const USAGE = `Usage: node test/bench/run.ts [flags]
   --concurrency N        images in flight, for the engine and raw sharp alike (default: cores)
   --repeat N             timed passes per batch, engine and raw sharp alternating; the best
                          counts (default 2; quality "auto" always runs once; 1 with --quick)
+  --min-batch-seconds S  a pass repeats its batch until the rounds have taken S seconds together
+                         and counts the mean round (default 1; 0 with --quick): batches of small
+                         images otherwise finish in tens of milliseconds, too short to time
   --no-reference         skip cwebp / avifenc / pngquant / ImageMagick
   --no-auto              skip quality "auto"
   --search               also run the bisection "auto" used before issue 11 (mode "search",
@@ -104,6 +107,7 @@ function parseFlags() {
       'max-dimension': { type: 'string' },
       concurrency: { type: 'string' },
       repeat: { type: 'string' },
+      'min-batch-seconds': { type: 'string' },
       all: { type: 'boolean', default: false },
       reference: { type: 'boolean', default: true },
       auto: { type: 'boolean', default: true },
@@ -134,6 +138,14 @@ const formats = list(parsed.formats ?? (quick ? 'webp' : undefined), BENCH_FORMA
 const maxDimension = positiveInt(parsed['max-dimension'], '--max-dimension', 2048);
 const concurrency = positiveInt(parsed.concurrency, '--concurrency', availableParallelism());
 const repeat = positiveInt(parsed.repeat, '--repeat', parsed.quick ? 1 : 2);
+const minBatchSeconds = (() => {
+  const value = parsed['min-batch-seconds'];
+  if (value === undefined) return parsed.quick ? 0 : 1;
+  const n = Number(value);
+  if (!(Number.isFinite(n) && n >= 0))
+    fail(`--min-batch-seconds: expected a number of seconds ≥ 0, received "${value}"`);
+  return n;
+})();
 const perKind = parsed.all
   ? Number.MAX_SAFE_INTEGER
   : positiveInt(parsed['per-kind'], '--per-kind', DEFAULT_PER_KIND);
@@ -190,10 +202,12 @@ interface Batch {
   mode: Mode;
   encoder: string;
   images: CorpusImage[];
+  /** Jobs in one round, and the mean seconds of a round (runRounds: `rounds` of them, --min-batch-seconds). */
   jobs: number;
   seconds: number;
+  rounds: number;
   /**
-   * CPU time of the whole process over the batch (main, libvips and metric threads), seconds. Only
+   * CPU time of the whole process over one round of the batch (main, libvips and metric threads), seconds. Only
    * one batch runs at a time, so it is that batch's. Unlike `seconds` it does not count a core left
    * idle at the end of a small batch, which penalises the encoder whose per-image times vary most
    * (auto: 1 to 4 candidates) — a long stream of images (a catalog) has no such tail.
@@ -243,24 +257,29 @@ async function engineBatch(
     if (stats.waiting > 0 && stats.active < concurrency) held++;
   }, 20);
   const cpu = process.cpuUsage();
-  const seconds = await runBatch(jobs, concurrency, async (image) => {
-    try {
-      const out = await engine.optimize(image.bytes, {
-        output_format: format,
-        quality: mode === 'default' ? DEFAULT_QUALITY : 'auto',
-        max_dimension: maxDimension,
-      });
-      outputs.set(image.name, {
-        image,
-        bytes: out.data,
-        format: out.info.output_format,
-        quality: out.info.quality,
-        ...(out.info.auto_steps !== undefined ? { steps: out.info.auto_steps } : {}),
-      });
-    } catch (error) {
-      errors.push(`${image.name}: ${(error as Error).message}`);
-    }
-  });
+  const { seconds, rounds } = await runRounds(
+    jobs,
+    concurrency,
+    async (image) => {
+      try {
+        const out = await engine.optimize(image.bytes, {
+          output_format: format,
+          quality: mode === 'default' ? DEFAULT_QUALITY : 'auto',
+          max_dimension: maxDimension,
+        });
+        outputs.set(image.name, {
+          image,
+          bytes: out.data,
+          format: out.info.output_format,
+          quality: out.info.quality,
+          ...(out.info.auto_steps !== undefined ? { steps: out.info.auto_steps } : {}),
+        });
+      } catch (error) {
+        errors.push(`${image.name}: ${(error as Error).message}`);
+      }
+    },
+    minBatchSeconds,
+  );
   const used = process.cpuUsage(cpu);
   clearInterval(admission);
   const peakRss = sampler.stop();
@@ -272,11 +291,12 @@ async function engineBatch(
     images,
     jobs: jobs.length,
     seconds,
-    cpuSeconds: (used.user + used.system) / 1e6,
+    rounds,
+    cpuSeconds: (used.user + used.system) / 1e6 / rounds,
     memoryHeld: samples ? held / samples : 0,
     peakRss,
     outputs,
-    errors,
+    errors: [...new Set(errors)],
   };
 }
 
@@ -290,15 +310,20 @@ async function rawBatch(engineRun: Batch): Promise<Batch> {
   const jobs = fillJobs(images, minJobs);
   const sampler = new RssSampler();
   sampler.start();
-  const seconds = await runBatch(jobs, concurrency, async (image) => {
-    const quality = engineRun.outputs.get(image.name)!.quality;
-    try {
-      const bytes = await rawEncode(image, format, quality, maxDimension);
-      outputs.set(image.name, { image, bytes, format, quality });
-    } catch (error) {
-      errors.push(`${image.name}: ${(error as Error).message}`);
-    }
-  });
+  const { seconds, rounds } = await runRounds(
+    jobs,
+    concurrency,
+    async (image) => {
+      const quality = engineRun.outputs.get(image.name)!.quality;
+      try {
+        const bytes = await rawEncode(image, format, quality, maxDimension);
+        outputs.set(image.name, { image, bytes, format, quality });
+      } catch (error) {
+        errors.push(`${image.name}: ${(error as Error).message}`);
+      }
+    },
+    minBatchSeconds,
+  );
   const peakRss = sampler.stop();
   let identical = 0;
   for (const [name, out] of outputs) {
@@ -313,9 +338,10 @@ async function rawBatch(engineRun: Batch): Promise<Batch> {
     images,
     jobs: jobs.length,
     seconds,
+    rounds,
     peakRss,
     outputs,
-    errors,
+    errors: [...new Set(errors)],
     identicalToEngine: identical,
   };
 }
@@ -379,6 +405,7 @@ async function referenceBatches(tools: ReferenceTool[], images: CorpusImage[]) {
           images: ofKind,
           jobs: jobs.length,
           seconds,
+          rounds: 1,
           outputs,
           errors,
         });
@@ -761,6 +788,7 @@ async function main() {
       avifEffort: AVIF_EFFORT,
       webpEffort: WEBP_EFFORT,
       minJobsPerBatch: minJobs,
+      minBatchSeconds,
       repeat,
       images: images.map((i) => i.name),
     },
