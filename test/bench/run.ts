@@ -693,8 +693,9 @@ async function main() {
         const rawRun = await rawBatch(engineRun);
         // Best of N, alternating which side goes first: other processes on the machine only ever
         // slow a run down, so the fastest pass is the closest to what the code itself costs.
-        // "auto" runs once: its search (several encodes and scores per image) dwarfs the noise that
-        // repeating guards against, and it is the slowest part of a pass.
+        // "auto" runs one pass: its search (several encodes and scores per image) dwarfs the noise
+        // that repeating guards against, and it is the slowest part of a pass. Every pass, auto's
+        // too, lasts at least --min-batch-seconds (runRounds).
         for (let pass = 1; pass < (mode === 'default' ? repeat : 1); pass++) {
           const pair =
             pass % 2 === 1
