@@ -97,6 +97,8 @@ export interface BenchResult {
     minJobsPerBatch: number;
     /** Absent in results written before 2026-11-28 (their batches ran once: 0). */
     minBatchSeconds?: number;
+    /** The engine's memory budget; absent before 2026-11-28 (always the default, 256 MiB). */
+    memoryBudgetMiB?: number;
     repeat: number;
     images: string[];
   };
@@ -226,7 +228,7 @@ export function markdown(result: BenchResult): string {
     );
     out.push('');
     out.push(
-      "Fixed Q: the smallest Compresso quality at which every image of the kind scores at least the floor (none: some image misses it even at 100). Auto cost: images/s at the fixed default ÷ images/s with auto (one auto image costs that many fixed encodes). CPU cost: CPU time per image with auto ÷ at the fixed default (the whole process); it leaves out a core left idle, at the end of a small batch while the last, slowest auto finishes, or while the memory budget holds an image back. Held by memory: the share of the auto batch's time in which an image waited for the engine's memory budget (256 MiB by default) while fewer than the images in flight ran; auto counts 32 B a pixel more than the encoder alone, so two large autos may not fit together and run one after the other.",
+      `Fixed Q: the smallest Compresso quality at which every image of the kind scores at least the floor (none: some image misses it even at 100). Auto cost: images/s at the fixed default ÷ images/s with auto (one auto image costs that many fixed encodes). CPU cost: CPU time per image with auto ÷ at the fixed default (the whole process); it leaves out a core left idle, at the end of a small batch while the last, slowest auto finishes, or while the memory budget holds an image back. Held by memory: the share of the auto batch's time in which an image waited for the engine's memory budget (${result.settings.memoryBudgetMiB ?? 256} MiB in this run) while fewer than the images in flight ran; auto counts 32 B a pixel more than the encoder alone, so two large autos may not fit together and run one after the other.`,
     );
     out.push('');
     const head = [

@@ -16,6 +16,7 @@ import {
   createBisectionAutoEncoder,
   createEngine,
   DEFAULT_LIMITS,
+  DEFAULT_MEMORY_BUDGET,
   type Engine,
   METRIC_THREADS,
   openSource,
@@ -52,6 +53,8 @@ const USAGE = `Usage: node test/bench/run.ts [flags]
   --all                  every image of the corpus (overrides --per-kind)
   --max-dimension N      resize inputs to fit N×N pixels (default 2048, the typical web case)
   --concurrency N        images in flight, for the engine and raw sharp alike (default: cores)
+  --memory-budget-mb N   the engine's memory budget (default: the engine's, DEFAULT_MEMORY_BUDGET,
+                         256 MiB): what the "held by memory" column measures against
   --repeat N             timed passes per batch, engine and raw sharp alternating; the best
                          counts (default 2; quality "auto" always runs once; 1 with --quick)
   --min-batch-seconds S  a pass repeats its batch until the rounds have taken S seconds together
@@ -108,6 +111,7 @@ function parseFlags() {
       concurrency: { type: 'string' },
       repeat: { type: 'string' },
       'min-batch-seconds': { type: 'string' },
+      'memory-budget-mb': { type: 'string' },
       all: { type: 'boolean', default: false },
       reference: { type: 'boolean', default: true },
       auto: { type: 'boolean', default: true },
@@ -138,6 +142,10 @@ const formats = list(parsed.formats ?? (quick ? 'webp' : undefined), BENCH_FORMA
 const maxDimension = positiveInt(parsed['max-dimension'], '--max-dimension', 2048);
 const concurrency = positiveInt(parsed.concurrency, '--concurrency', availableParallelism());
 const repeat = positiveInt(parsed.repeat, '--repeat', parsed.quick ? 1 : 2);
+const memoryBudget =
+  parsed['memory-budget-mb'] === undefined
+    ? DEFAULT_MEMORY_BUDGET
+    : positiveInt(parsed['memory-budget-mb'], '--memory-budget-mb', 256) * MiB;
 const minBatchSeconds = (() => {
   const value = parsed['min-batch-seconds'];
   if (value === undefined) return parsed.quick ? 0 : 1;
@@ -640,13 +648,14 @@ async function main() {
     `bench: ${images.length} images, formats ${formats.join(',')}, max ${maxDimension} px, ${concurrency} in flight`,
   );
 
-  const engine = createEngine({ concurrency });
+  const engine = createEngine({ concurrency, memoryBudget });
   let modes: Mode[] = ['default'];
   if (withAuto) {
     const missing = await autoAvailable(engine, images[0]!);
     if (missing) notes.push(`quality "auto" not measured: ${missing}`);
     else modes = withSearch ? ['default', 'auto', 'search'] : ['default', 'auto'];
-    if (withSearch) searchEngine = createEngine({ concurrency, auto: createBisectionAutoEncoder() });
+    if (withSearch)
+      searchEngine = createEngine({ concurrency, memoryBudget, auto: createBisectionAutoEncoder() });
   } else notes.push('quality "auto" skipped (--no-auto)');
   if (!withScore) notes.push('scores skipped (--no-score)');
 
@@ -790,6 +799,7 @@ async function main() {
       webpEffort: WEBP_EFFORT,
       minJobsPerBatch: minJobs,
       minBatchSeconds,
+      memoryBudgetMiB: memoryBudget / MiB,
       repeat,
       images: images.map((i) => i.name),
     },
