@@ -143,9 +143,7 @@ const maxDimension = positiveInt(parsed['max-dimension'], '--max-dimension', 204
 const concurrency = positiveInt(parsed.concurrency, '--concurrency', availableParallelism());
 const repeat = positiveInt(parsed.repeat, '--repeat', parsed.quick ? 1 : 2);
 const memoryBudget =
-  parsed['memory-budget-mb'] === undefined
-    ? DEFAULT_MEMORY_BUDGET
-    : positiveInt(parsed['memory-budget-mb'], '--memory-budget-mb', 256) * MiB;
+  positiveInt(parsed['memory-budget-mb'], '--memory-budget-mb', DEFAULT_MEMORY_BUDGET / MiB) * MiB;
 const minBatchSeconds = (() => {
   const value = parsed['min-batch-seconds'];
   if (value === undefined) return parsed.quick ? 0 : 1;
