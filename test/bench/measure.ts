@@ -25,9 +25,9 @@ export async function runBatch<T>(
  * `runBatch` over the same items again and again until the rounds together have taken at least
  * `minSeconds`; returns the mean seconds of one round and how many ran. A batch of small images
  * (two icons: four fixed encodes in ~25 ms) is otherwise timed over tens of milliseconds, where a
- * thread waking late or another process moves it by half: two bench runs of the same code on an idle
- * machine read 21.5 and 29.5 graphic JPEGs a second at the fixed quality (0.14–0.19 s batches) while
- * their auto batches (~0.7 s) agreed within 4 % (2026-11-28).
+ * thread waking late or another process moves it by a third: two bench runs of the same code on an
+ * idle machine read 21.5 and 29.5 graphic JPEGs a second at the fixed quality (0.14–0.19 s batches)
+ * where the auto batches of the same images (~0.7 s) read 6.18 and 5.97 (2026-11-28).
  */
 export async function runRounds<T>(
   items: readonly T[],

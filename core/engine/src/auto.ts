@@ -88,15 +88,19 @@ const CHROMA_EDGE_SHARE = 0.01;
  * only a synthetic image this dense in coloured edges, or an output whose shorter side is at most
  * JPEG_FULL_CHROMA_SIDE (where each 4:2:0 chroma sample smears a larger share of the picture), is
  * written 4:4:4 first. Measured with auto itself, 4:2:0 against 4:4:4 on the synthetic corpus fitted
- * into 2048, 1024, 512 and 256 px: the two between the thresholds (the scikit-image logo, 0.052;
- * the sharp alpha-paper fixture, 0.024) wrote 18.6 % and 18.1 % fewer bytes at 4:2:0 at their own
- * size (500 × 500, 2048 × 1536; the same scores within 0.7), 8.9 % fewer at 1024 × 768, but 2.7 %
- * and 5.4 % more at 512 × 384 and 256 × 192, as the red folder icon (0.030, 256 × 256) did, 9.4 %.
+ * into 2048, 1024, 512 and 256 px, the three corpus images between the thresholds: the
+ * scikit-image logo (0.052) and the sharp alpha-paper fixture (0.024) wrote 18.6 % and 18.1 % fewer
+ * bytes at 4:2:0 at their own size (500 × 500, 2048 × 1536; the same scores within 0.7), and
+ * alpha-paper 8.9 % fewer at 1024 × 768, but 2.7 % and 5.4 % more at 512 × 384 and 256 × 192, as
+ * the red folder icon (0.030, 256 × 256) did, 9.4 %.
  * With both rules, of the 46 synthetic cases only those three large ones change, and JPEG auto writes
  * 1.2 % fewer bytes over all 46 (1 937 448 → 1 913 356); the scikit-image logo at 256 px, 3.1 %
- * smaller at 4:2:0, is the one case the side rule keeps at the dearer setting. The charts and the GIMP
- * window screenshots (0.077–0.169) were smaller at 4:4:4 by 2–22 % (auto-calibration-synthetic.json
- * → curves) and stay there. AVIF measured the two within 1 % either way and keeps CHROMA_EDGE_SHARE.
+ * smaller at 4:2:0, is the one case the side rule keeps at the dearer setting. Over 0.06 no single
+ * number separates them: the chart and the GIMP multi-window screenshot (0.079, 0.077) are about
+ * 20 % smaller at 4:4:4 (auto-calibration-synthetic.json → curves), the GIMP single-window one
+ * (0.155) 5–11 % smaller at 4:2:0 at 512–2048 px (results/auto-sizes-jpeg-second-opinion.jsonl);
+ * they all stay at 4:4:4. AVIF measured the logo and alpha-paper within 1 % either way and the
+ * folder icon 54 % smaller at 4:4:4, and keeps CHROMA_EDGE_SHARE.
  */
 const JPEG_CHROMA_EDGE_SHARE = 0.06;
 const JPEG_FULL_CHROMA_SIDE = 400;
