@@ -3,7 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { corpus } from '../test-support/corpus.ts';
 import { ALPHA_BACKGROUNDS, decodeToRgbs, type RgbImage } from './index.ts';
 import { ssimulacra2 } from './simd.ts';
-import score, { cacheStats, KEEP_MAX, KEEP_MIN, KEEP_PIXELS } from './worker.ts';
+import score, {
+  COLLECT_AFTER_BYTES,
+  cacheStats,
+  collectionCount,
+  KEEP_MAX,
+  KEEP_MIN,
+  KEEP_PIXELS,
+} from './worker.ts';
 
 /**
  * The metric thread's cache of prepared references (worker.ts), exercised in this thread: the
@@ -89,5 +96,29 @@ describe('metric thread reference cache', () => {
     expect(cacheStats().kept).toBe(2);
     expect(scoreAgainst(huge[0]!)).toBe(0);
     expect(scoreAgainst(huge[1]!)).toBe(0);
+  });
+});
+
+describe('metric thread garbage collection', () => {
+  it('collects once the shared pixels sent to it since the last collection reach COLLECT_AFTER_BYTES', () => {
+    // About 2 MiB of shared pixels a task (reference and candidate): a collection every 32 tasks.
+    const rect = (value: number): RgbImage => ({
+      width: 512,
+      height: 683,
+      data: new Uint8Array(new SharedArrayBuffer(512 * 683 * 3)).fill(value),
+    });
+    const reference = rect(120);
+    const candidate = rect(124);
+    const perTask = 2 * reference.data.byteLength;
+    const tasks = Math.ceil(COLLECT_AFTER_BYTES / perTask);
+    const before = collectionCount();
+    // Finish whatever count this thread had towards a collection, then count from zero.
+    let id = 9_200_000;
+    while (collectionCount() === before) score({ referenceId: id, reference, distorted: candidate });
+    const start = collectionCount();
+    for (let i = 0; i < tasks - 1; i++) score({ referenceId: id, reference, distorted: candidate });
+    expect(collectionCount()).toBe(start);
+    score({ referenceId: id++, reference, distorted: candidate });
+    expect(collectionCount()).toBe(start + 1);
   });
 });

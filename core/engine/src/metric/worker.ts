@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { prepare, preparedLive, releasePrepared, type SimdReference, ssimulacra2 } from './simd.ts';
 import { AUTO_ROW_SAMPLING, type PreparedReference, type RgbImage } from './ssimulacra2.ts';
 
@@ -48,6 +50,34 @@ function keptPixels(): number {
 }
 
 /**
+ * The pixels of every task arrive in shared memory (index.ts `sharedBytes`), and this thread's
+ * handles on them keep that memory alive until this thread collects its garbage. Its own heap is a
+ * few megabytes, so V8 saw no reason to: the memory of every reference and candidate it had been
+ * sent stayed resident long after the search that made it ended. Measured (2026-11-28), a process
+ * running a transparent 2048-px graphic and a 2048-px photo through WebP auto, one after the other,
+ * grew by ~72 MiB a round (447 → 1 001 MiB RSS over 10 rounds, 1.2 GiB with the main thread's
+ * garbage collected after every round), and the soak with large autos in its mix peaked at
+ * 1.4–1.5 GiB whatever the memory budget (results/soak-large-auto-*.md). So the thread collects once
+ * the shared pixels it has been sent since its last collection add up to COLLECT_AFTER_BYTES (a full
+ * collection of its small heap: about a millisecond). `gc` is reached as V8 offers it to a new
+ * context once --expose-gc is set (a V8 flag, process-wide; the main thread's global is unchanged).
+ */
+export const COLLECT_AFTER_BYTES = 64 * 1024 * 1024;
+setFlagsFromString('--expose-gc');
+const collect = runInNewContext('gc') as () => void;
+let sentSinceCollect = 0;
+let collections = 0;
+
+function sharedBytesOf(image: RgbImage | undefined): number {
+  return image ? image.data.byteLength + (image.rgba?.byteLength ?? 0) : 0;
+}
+
+/** How often this thread has collected its garbage (tests). */
+export function collectionCount(): number {
+  return collections;
+}
+
+/**
  * Piscina entry: one SSIMULACRA2 score, computed off the main thread — in WebAssembly SIMD
  * (simd.ts) up to SIMD_MAX_PIXELS, by the TypeScript implementation above that.
  */
@@ -66,6 +96,12 @@ export default function score(task: ScoreTask): number {
     prepared.delete(oldest);
     releasePrepared(evicted);
   }
-  if (!task.distorted) return Number.NaN;
-  return ssimulacra2(ref, task.distorted);
+  const result = task.distorted ? ssimulacra2(ref, task.distorted) : Number.NaN;
+  sentSinceCollect += sharedBytesOf(task.reference) + sharedBytesOf(task.distorted);
+  if (sentSinceCollect >= COLLECT_AFTER_BYTES) {
+    sentSinceCollect = 0;
+    collections++;
+    collect();
+  }
+  return result;
 }
