@@ -3,7 +3,7 @@
  * (/proc/<pid>/status and /metrics), as an operator would see it.
  *
  *   npm run bench:soak -- [--requests N] [--concurrency N] [--idle-seconds S] [--out FILE]
- *                         [--server-repo DIR] [--start-script CMD] [--label TEXT]
+ *                         [--server-repo DIR] [--start-script CMD] [--label TEXT] [--large-auto]
  *
  * The server is started exactly as `npm start` starts it (the package.json `start` script of the
  * checkout given by --server-repo, default this one, with `--port 0`), with a temporary data dir, so
@@ -39,7 +39,7 @@ interface Kind {
  * The mix of issue 12 (per 100 requests): 40 big phone photos to WebP, 15 mid-size JPEGs to AVIF,
  * small JPEGs, alpha PNGs, HEIC, quality "auto" on small images, and 15 bad inputs of five sorts.
  */
-async function buildMix(dir: string): Promise<Kind[]> {
+async function buildMix(dir: string, largeAuto = false): Promise<Kind[]> {
   const photo = join(CORPUS, 'photo-sharpfixture-2569067123.jpg');
   // 12 MP, as a phone writes it: upscaled once from a corpus photo (the corpus has none that large).
   const big = await sharp(photo).resize(4000, 3000, { fit: 'cover' }).jpeg({ quality: 92 }).toBuffer();
@@ -58,10 +58,34 @@ async function buildMix(dir: string): Promise<Kind[]> {
   const alpha = readFileSync(join(CORPUS, 'graphic-mate-Arc-Colors-Transparent.png'));
   const heic = readFileSync(join(CORPUS, 'photo-heic-mate-Dune.heic'));
   writeFileSync(join(dir, 'big.jpg'), big);
+  // --large-auto: 10 of the 40 big photos become quality "auto" at full size, as a bulk optimizer
+  // sends them: a 2048-px photo into WebP (one reference) and the transparent Arc graphic into WebP
+  // (two backgrounds, auto's dearest case: ~160 B a pixel, results/memory-per-pixel.md).
+  const autoKinds: Kind[] = largeAuto
+    ? [
+        {
+          name: 'jpeg-2048-auto-webp',
+          share: 6,
+          expect: 'ok',
+          file: mid,
+          filename: 'mid.jpg',
+          fields: { quality: 'auto', output_format: 'webp', max_dimension: '2048' },
+        },
+        {
+          name: 'png-alpha-auto-webp',
+          share: 4,
+          expect: 'ok',
+          file: alpha,
+          filename: 'alpha.png',
+          fields: { quality: 'auto', output_format: 'webp' },
+        },
+      ]
+    : [];
   return [
+    ...autoKinds,
     {
       name: 'jpeg-12mp-webp',
-      share: 40,
+      share: largeAuto ? 30 : 40,
       expect: 'ok',
       file: big,
       filename: 'big.jpg',
@@ -281,6 +305,8 @@ export interface SoakOptions {
   /** Replaces the checkout's start script, to measure another allocator or setting the same way. */
   startScript?: string;
   label?: string;
+  /** Replace 10 of the 40 big photos a hundred with large quality-"auto" requests (buildMix). */
+  largeAuto?: boolean;
   /** Called with a line of progress now and then. */
   progress?: (line: string) => void;
 }
@@ -301,6 +327,8 @@ export interface SoakResult {
     idle_seconds: number;
     server_repo: string;
     start_script: string;
+    /** The mix with large quality-"auto" requests (--large-auto). */
+    large_auto?: boolean;
   };
   seconds: number;
   requests_per_second: number;
@@ -357,7 +385,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   }
   let server: ChildProcess | undefined;
   try {
-    const kinds = await buildMix(work);
+    const kinds = await buildMix(work, options.largeAuto);
     cli(serverRepo, env, 'account', 'create', '--email', 'soak@example.com');
     cli(serverRepo, env, 'promo', 'create', 'SOAK', '--plan', 'pro', '--uses', '1');
     cli(serverRepo, env, 'account', 'plan', 'soak@example.com', '--promo', 'SOAK');
@@ -484,6 +512,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         idle_seconds: options.idleSeconds,
         server_repo: serverRepo,
         start_script: startScript,
+        large_auto: options.largeAuto ?? false,
       },
       seconds: Math.round(seconds * 10) / 10,
       requests_per_second: Math.round((options.requests / seconds) * 100) / 100,
@@ -543,7 +572,7 @@ export function soakMarkdown(r: SoakResult): string {
   });
   const heap = r.metrics_end_of_load['compresso_nodejs_heap_size_used_bytes'];
   return [
-    `## Soak (${r.label}): ${r.settings.requests} requests at concurrency ${r.settings.concurrency}, ${r.date}`,
+    `## Soak (${r.label}): ${r.settings.requests} requests at concurrency ${r.settings.concurrency}${r.settings.large_auto ? ', mix with large quality-"auto" requests' : ''}, ${r.date}`,
     '',
     `Server: \`${r.settings.start_script}\` in ${r.settings.server_repo}; ${r.machine['cores']} cores (${r.machine['cpu']}), load average at end ${(r.machine['loadavg_end'] as number[]).join(' ')}.`,
     '',
@@ -581,13 +610,14 @@ async function main(): Promise<void> {
       'server-repo': { type: 'string' },
       'start-script': { type: 'string' },
       label: { type: 'string' },
+      'large-auto': { type: 'boolean', default: false },
       out: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
   if (args.help) {
     process.stdout.write(
-      'npm run bench:soak -- [--requests N] [--concurrency N] [--idle-seconds S] [--server-repo DIR] [--start-script CMD] [--label TEXT] [--out FILE.json]\n',
+      'npm run bench:soak -- [--requests N] [--concurrency N] [--idle-seconds S] [--server-repo DIR] [--start-script CMD] [--label TEXT] [--large-auto] [--out FILE.json]\n',
     );
     return;
   }
@@ -604,6 +634,7 @@ async function main(): Promise<void> {
     ...(args['server-repo'] ? { serverRepo: args['server-repo'] } : {}),
     ...(args['start-script'] ? { startScript: args['start-script'] } : {}),
     ...(args.label ? { label: args.label } : {}),
+    largeAuto: args['large-auto'],
     progress: (line) => process.stderr.write(`${line}\n`),
   });
   const out = resolve(args.out ?? join(HERE, 'results/soak-latest.json'));

@@ -45,11 +45,14 @@ export interface EngineConfig {
 }
 
 /**
- * 256 MiB of estimated job memory: two 2048-px WebPs from 12 MP photos (≈ 35 MiB each), or two
- * 2048-px AVIFs (≈ 90 MiB each), run side by side on a 2-core machine; a 12 MP HEIC (≈ 430 MiB to
- * decode) runs alone. Chosen with the soak benchmark (test/bench/soak.ts) — see the server README.
+ * 512 MiB of estimated job memory (memory-estimate.ts): two 2048-px WebPs from 12 MP photos (≈ 40 MiB
+ * each) or two 2048-px AVIFs (≈ 130 MiB) run side by side on a 2-core machine, and so do two
+ * quality-"auto" photos of up to ~2.3 megapixels (1920 × 1200: ≈ 240 MiB each); a transparent
+ * 2048-px graphic in WebP or AVIF auto (≈ 450–600 MiB) or a 12 MP HEIC (≈ 430 MiB to decode) runs
+ * alone. 256 MiB until 2026-11-28, when auto was counted at a third of what it holds; chosen again
+ * with the soak benchmark (test/bench/soak.ts --large-auto) — see the server README, "Memory".
  */
-export const DEFAULT_MEMORY_BUDGET = 256 * 1024 * 1024;
+export const DEFAULT_MEMORY_BUDGET = 512 * 1024 * 1024;
 
 export interface EngineStats {
   active: number;

@@ -14,18 +14,22 @@ const MiB = 1024 * 1024;
 const BASE_BYTES = 16 * MiB;
 
 /**
- * Bytes each output pixel costs the encoder at its peak. Decoding streams (sequentialRead, JPEG
- * shrink-on-load), but every encoder here takes the whole resized frame and builds its own planes:
- * measured peaks of one job over an idle process (MALLOC_ARENA_MAX=2, 12 MP JPEG in) were 29 MiB to
- * 2048-px WebP (≈ 6 B/px over the base), 74 MiB to 2048-px AVIF (≈ 24 B/px), 74 MiB to 12 MP JPEG.
- * AVIF (aom) is the dearest; PNG writes a palette and a lossless candidate at once.
+ * Bytes each output pixel costs the encoder at its peak, for an opaque and a transparent input.
+ * Decoding streams (sequentialRead, JPEG shrink-on-load), but every encoder here takes the whole
+ * resized frame and builds its own planes. Measured with test/bench/memory-per-pixel.ts (one job in
+ * a fresh process after a warm-up, peak RSS over the RSS before it, `npm start`'s allocator settings;
+ * results/memory-per-pixel.json, 2026-11-28): a 1680 × 1050 photo held 8.2 B a pixel into JPEG, 7.2
+ * into WebP, 36.6 into AVIF; transparent graphics at 2048 px 7.6–10.3 into JPEG (which writes no
+ * alpha plane), 25.5–33.7 into WebP (libwebp compresses the alpha plane on its own, losslessly),
+ * 29.4–36.5 into AVIF. Each figure here is the largest measured, rounded up. PNG writes a palette
+ * and a lossless candidate at once (not measured by that script: the older figure, twice with alpha).
  */
-const ENCODE_BYTES_PER_PIXEL: Record<OutputFormat, number> = {
-  avif: 24,
-  webp: 6,
-  jpeg: 6,
-  png: 12,
-  gif: 12,
+const ENCODE_BYTES_PER_PIXEL: Record<OutputFormat, { opaque: number; alpha: number }> = {
+  avif: { opaque: 38, alpha: 38 },
+  webp: { opaque: 8, alpha: 36 },
+  jpeg: { opaque: 8, alpha: 12 },
+  png: { opaque: 12, alpha: 24 },
+  gif: { opaque: 12, alpha: 24 },
 };
 
 /**
@@ -35,13 +39,18 @@ const ENCODE_BYTES_PER_PIXEL: Record<OutputFormat, number> = {
 const HEIC_DECODE_BYTES_PER_PIXEL = 36;
 
 /**
- * Alpha doubles what the encoders hold (a separate plane, compressed on its own): a 2140×1200 alpha
- * PNG to WebP peaked at 77 MiB against ≈ 30 MiB for an opaque frame of that size.
+ * Quality "auto" besides the encoder, per output pixel: the decoded reference, the metric's prepared
+ * reference (its XYB planes and their blurred means and variances, over five scales) and the
+ * candidate being scored (decoded, converted and blurred the same way). A transparent image into
+ * WebP or AVIF is judged over two backgrounds (metric/compare.ts): a second prepared reference and a
+ * second candidate. Measured with test/bench/memory-per-pixel.ts (above): auto in all held 61–89 B a
+ * pixel into JPEG and WebP and 106–128 into AVIF on opaque images, 77–84 on transparent ones into
+ * JPEG, and 138–172 on transparent graphics at 2048 px into WebP and AVIF: 55–92 over the encoder
+ * for one reference, 102–134 for two. Until 2026-11-28 auto counted 32 B, and admitted two large
+ * autos whose real peak was up to three times their estimate.
  */
-const ALPHA_FACTOR = 2;
-
-/** Quality "auto" keeps two candidates and the SSIMULACRA2 planes of reference and candidate. */
-const AUTO_BYTES_PER_PIXEL = 32;
+const AUTO_REFERENCE_BYTES_PER_PIXEL = 95;
+const AUTO_SECOND_BACKGROUND_BYTES_PER_PIXEL = 60;
 
 /** Animated outputs hold every frame; past this many the estimate stops growing (the pixel limits bound the rest). */
 const MAX_COUNTED_FRAMES = 16;
@@ -95,10 +104,16 @@ export async function estimateOptimizeBytes(
   const format = options.output_format ?? defaultOutputFormat(detected.format);
   const outPixels = fitInside(width, height, options.max_dimension);
   const outFrames = format === 'gif' || format === 'webp' ? Math.min(frames, MAX_COUNTED_FRAMES) : 1;
-  const perPixel =
-    ENCODE_BYTES_PER_PIXEL[format] * (hasAlpha ? ALPHA_FACTOR : 1) +
-    (options.quality === 'auto' ? AUTO_BYTES_PER_PIXEL : 0);
-  return Math.ceil(BASE_BYTES + decodeBytes + outPixels * outFrames * perPixel);
+  const encode = ENCODE_BYTES_PER_PIXEL[format][hasAlpha ? 'alpha' : 'opaque'];
+  // PNG and GIF under "auto" take no search (auto.ts FIXED_FORMATS); JPEG is judged on white alone.
+  const searched =
+    options.quality === 'auto' && (format === 'jpeg' || format === 'webp' || format === 'avif');
+  const auto = searched
+    ? AUTO_REFERENCE_BYTES_PER_PIXEL +
+      (hasAlpha && format !== 'jpeg' ? AUTO_SECOND_BACKGROUND_BYTES_PER_PIXEL : 0)
+    : 0;
+  // Auto judges the first frame alone; the encoder holds every frame.
+  return Math.ceil(BASE_BYTES + decodeBytes + outPixels * (outFrames * encode + auto));
 }
 
 /**
