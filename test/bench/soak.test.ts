@@ -43,7 +43,7 @@ describe('npm run bench:soak', () => {
     // Read from the server's /metrics, not computed here.
     expect(result.metrics_end_of_load['compresso_nodejs_heap_size_used_bytes']).toBeGreaterThan(0);
     expect(result.metrics_after_idle['compresso_engine_memory_bytes{state="in_use"}']).toBe(0);
-    expect(result.metrics_after_idle['compresso_engine_memory_budget_bytes']).toBe(512 * 1024 * 1024);
+    expect(result.metrics_after_idle['compresso_engine_memory_budget_bytes']).toBe(768 * 1024 * 1024);
     expect(md).toContain('| jpeg-12mp-webp | ');
     expect(md).toMatch(/peak RSS \(VmHWM\) \| \d+ MiB/);
   }, 120_000);

@@ -45,14 +45,17 @@ export interface EngineConfig {
 }
 
 /**
- * 512 MiB of estimated job memory (memory-estimate.ts): two 2048-px WebPs from 12 MP photos (≈ 40 MiB
- * each) or two 2048-px AVIFs (≈ 130 MiB) run side by side on a 2-core machine, and so do two
- * quality-"auto" photos of up to ~2.3 megapixels (1920 × 1200: ≈ 240 MiB each); a transparent
- * 2048-px graphic in WebP or AVIF auto (≈ 450–600 MiB) or a 12 MP HEIC (≈ 430 MiB to decode) runs
- * alone. 256 MiB until 2026-11-28, when auto was counted at a third of what it holds; chosen again
- * with the soak benchmark (test/bench/soak.ts --large-auto) — see the server README, "Memory".
+ * 768 MiB of estimated job memory (memory-estimate.ts): two quality-"auto" photos of up to ~3.7
+ * megapixels in JPEG or WebP (~2.9 in AVIF; 2048 × 1365: ≈ 290 MiB each) run side by side on a
+ * 2-core machine, as do a 2048-px
+ * photo and a transparent 2048 × 1148 graphic in WebP auto (≈ 445 MiB); a transparent 2048 × 1536 one
+ * (≈ 590 MiB) runs with small images only, two 2048 × 2048 autos (≈ 430 MiB each) one at a time.
+ * 256 MiB until 2026-11-28, when auto was counted at a third of what it holds. Chosen with the soak
+ * benchmark (test/bench/soak.ts --large-auto, 600 requests): at 768 MiB the process peaked at 887 MiB
+ * and served 3.71 requests a second, at 512 MiB 756 MiB and 2.99, at 256 MiB 738 MiB and 2.90; on the
+ * default mix 441 and 449 MiB at 768 and 512 — see the server README, "Memory".
  */
-export const DEFAULT_MEMORY_BUDGET = 512 * 1024 * 1024;
+export const DEFAULT_MEMORY_BUDGET = 768 * 1024 * 1024;
 
 export interface EngineStats {
   active: number;

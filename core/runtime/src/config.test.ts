@@ -35,8 +35,8 @@ describe('loadConfig', () => {
     expect(loadConfig(env, { port: 0 }).port).toBe(0);
   });
 
-  it('reads the engine memory budget in MiB (512 by default) and refuses one too small to run an image', () => {
-    expect(loadConfig({}).memoryBudgetMiB).toBe(512);
+  it('reads the engine memory budget in MiB (768 by default) and refuses one too small to run an image', () => {
+    expect(loadConfig({}).memoryBudgetMiB).toBe(768);
     expect(loadConfig({ COMPRESSO_MEMORY_BUDGET_MB: '1024' }).memoryBudgetMiB).toBe(1024);
     expect(() => loadConfig({ COMPRESSO_MEMORY_BUDGET_MB: '8' })).toThrow(
       /COMPRESSO_MEMORY_BUDGET_MB: .*"8"/,

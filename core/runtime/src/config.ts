@@ -49,7 +49,7 @@ export interface Config {
   /**
    * Native memory, in MiB, the images in flight may be estimated to hold together
    * (COMPRESSO_MEMORY_BUDGET_MB). Images that do not fit wait in line; one larger than the budget runs
-   * alone. 512: measured with the soak benchmark (server README, "Memory").
+   * alone. 768: measured with the soak benchmark (server README, "Memory").
    */
   memoryBudgetMiB: number;
   /** Longest wait for in-flight requests on SIGINT/SIGTERM, in ms (COMPRESSO_SHUTDOWN_TIMEOUT_MS). */
@@ -275,7 +275,7 @@ const ConfigSchema = z.object({
   proDailyLimit: intFrom(1, 100_000_000).default(500),
   visitorDailyLimit: intFrom(0, 1_000_000).default(20),
   concurrency: intFrom(1, 256).optional(),
-  memoryBudgetMiB: intFrom(16, 1024 * 1024).default(512),
+  memoryBudgetMiB: intFrom(16, 1024 * 1024).default(768),
   shutdownTimeoutMs: intFrom(0, 600_000).default(30_000),
   redisUrl: z
     .string()
