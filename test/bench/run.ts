@@ -54,7 +54,7 @@ const USAGE = `Usage: node test/bench/run.ts [flags]
   --max-dimension N      resize inputs to fit N×N pixels (default 2048, the typical web case)
   --concurrency N        images in flight, for the engine and raw sharp alike (default: cores)
   --memory-budget-mb N   the engine's memory budget (default: the engine's, DEFAULT_MEMORY_BUDGET,
-                         256 MiB): what the "held by memory" column measures against
+                         768 MiB): what the "held by memory" column measures against
   --repeat N             timed passes per batch, engine and raw sharp alternating; the best
                          counts (default 2; quality "auto" always runs once; 1 with --quick)
   --min-batch-seconds S  a pass repeats its batch until the rounds have taken S seconds together
@@ -222,8 +222,9 @@ interface Batch {
   /**
    * Engine batches: the share of samples (every 20 ms) in which an image waited for the engine's
    * memory budget while fewer than `concurrency` ran — a core the budget left idle. Quality "auto"
-   * counts 32 B a pixel more than the encoder alone (memory-estimate.ts), so two large autos may not
-   * fit the default 256 MiB together and run one after the other.
+   * is counted at what it holds (memory-estimate.ts: 95 B a pixel more than the encoder, 155 for a
+   * transparent image into WebP or AVIF), so two large autos may not fit the budget together and run
+   * one after the other.
    */
   memoryHeld?: number;
   peakRss?: number;
