@@ -18,10 +18,11 @@ const BASE_BYTES = 16 * MiB;
  * Decoding streams (sequentialRead, JPEG shrink-on-load), but every encoder here takes the whole
  * resized frame and builds its own planes. Measured with test/bench/memory-per-pixel.ts (one job in
  * a fresh process after a warm-up, peak RSS over the RSS before it, `npm start`'s allocator settings;
- * results/memory-per-pixel.json, 2026-11-28): a 1680 × 1050 photo held 8.2 B a pixel into JPEG, 7.2
- * into WebP, 36.6 into AVIF; transparent graphics at 2048 px 7.6–10.3 into JPEG (which writes no
- * alpha plane), 25.5–33.7 into WebP (libwebp compresses the alpha plane on its own, losslessly),
- * 29.4–36.5 into AVIF. Each figure here is the largest measured, rounded up. PNG writes a palette
+ * results/memory-per-pixel.json, 2026-11-28, and two runs before it, not kept): a 1680 × 1050 photo held
+ * 7.0–8.2 B a pixel into JPEG, 5.2–7.2 into WebP, 36.4–36.7 into AVIF; transparent graphics at 2048
+ * px 7.5–10.9 into JPEG (which writes no alpha plane), 25.5–33.7 into WebP (libwebp compresses the
+ * alpha plane on its own, losslessly), 28.9–38.0 into AVIF. Each figure here is the largest
+ * measured, rounded up. PNG writes a palette
  * and a lossless candidate at once (not measured by that script: the older figure, twice with alpha).
  */
 const ENCODE_BYTES_PER_PIXEL: Record<OutputFormat, { opaque: number; alpha: number }> = {
@@ -43,10 +44,11 @@ const HEIC_DECODE_BYTES_PER_PIXEL = 36;
  * reference (its XYB planes and their blurred means and variances, over five scales) and the
  * candidate being scored (decoded, converted and blurred the same way). A transparent image into
  * WebP or AVIF is judged over two backgrounds (metric/compare.ts): a second prepared reference and a
- * second candidate. Measured with test/bench/memory-per-pixel.ts (above): auto in all held 61–89 B a
- * pixel into JPEG and WebP and 106–128 into AVIF on opaque images, 77–84 on transparent ones into
- * JPEG, and 138–172 on transparent graphics at 2048 px into WebP and AVIF: 55–92 over the encoder
- * for one reference, 102–134 for two. Until 2026-11-28 auto counted 32 B, and admitted two large
+ * second candidate. Measured with test/bench/memory-per-pixel.ts (above; images of 0.7 megapixels
+ * and more, smaller ones fit the base): auto in all held 66–90 B a pixel into JPEG and WebP and
+ * 102–125 into AVIF on opaque images, 78–84 on transparent ones into JPEG, and 139–162 on
+ * transparent graphics at 2048 px into WebP and AVIF: 58–87 over the encoder for one reference,
+ * 103–126 for two. Until 2026-11-28 auto counted 32 B, and admitted two large
  * autos whose real peak was up to three times their estimate.
  */
 const AUTO_REFERENCE_BYTES_PER_PIXEL = 95;
