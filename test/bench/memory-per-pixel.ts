@@ -5,7 +5,9 @@
  * image) and then runs the case once. Held = the process's peak resident set (getrusage maxrss) less
  * its resident set just before the case: what the case added at its peak, as admission must count it.
  *
- * Usage: MALLOC_ARENA_MAX=2 node test/bench/memory-per-pixel.ts [--max-dimension N] [--out FILE]
+ * Usage (with the allocator settings `npm start` runs with, scripts/with-allocator.sh):
+ *   MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072 \
+ *     node test/bench/memory-per-pixel.ts [--max-dimension N] [--out FILE]
  * Writes results/memory-per-pixel.json and .md (or FILE and FILE.md). About a minute.
  */
 import { spawnSync } from 'node:child_process';
