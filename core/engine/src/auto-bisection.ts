@@ -1,18 +1,10 @@
 import type { CompressOptions, OutputFormat } from '@compresso/schema';
-import { AUTO_FLOOR, AUTO_MAX_Q, AUTO_MIN_Q, AUTO_SETTINGS } from './auto.ts';
+import { AUTO_FIXED_FORMATS, AUTO_FLOOR, AUTO_MAX_Q, AUTO_MIN_Q, AUTO_SETTINGS } from './auto.ts';
 import { backgroundsFor, decodeReferences, scoreEncoded } from './metric/compare.ts';
 import { type AutoEncoder, prepare } from './optimize.ts';
 import { DEFAULT_SCALE_QUALITY } from './quality.ts';
 
 type Encoded = Awaited<ReturnType<Parameters<AutoEncoder>[3]>>;
-
-/**
- * PNG under "auto": no search. The palette-or-lossless decision in the encoder already keeps a
- * palette only when it scores at the threshold for the requested quality (see optimize.ts), so the
- * default quality is used and that score is reported. GIF: fixed, its palette quality is not what
- * limits it.
- */
-const FIXED_FORMATS = new Set<OutputFormat>(['png', 'gif']);
 
 /**
  * The exact bisection quality "auto" used before issue 11 (kept for the benchmark, which measures
@@ -30,7 +22,7 @@ export function createBisectionAutoEncoder(
 ): AutoEncoder {
   const all = { ...AUTO_SETTINGS, ...settings };
   return async (source, options: CompressOptions, format: OutputFormat, encodeAtQuality) => {
-    if (FIXED_FORMATS.has(format)) {
+    if (AUTO_FIXED_FORMATS.has(format)) {
       const encoded = await encodeAtQuality(DEFAULT_SCALE_QUALITY);
       return { encoded, ...(encoded.score !== undefined ? { score: encoded.score } : {}) };
     }

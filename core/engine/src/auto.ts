@@ -311,7 +311,7 @@ const SMALL_START_Q = 95;
  * default quality is used and that score is reported. GIF: fixed, its palette quality is not what
  * limits it.
  */
-const FIXED_FORMATS = new Set<OutputFormat>(['png', 'gif']);
+export const AUTO_FIXED_FORMATS: ReadonlySet<OutputFormat> = new Set<OutputFormat>(['png', 'gif']);
 
 interface Trial {
   q: number;
@@ -352,7 +352,7 @@ export function createAutoEncoder(
 ): AutoEncoder {
   const all = { ...AUTO_SETTINGS, ...settings };
   return async (source, options: CompressOptions, format: OutputFormat, encodeAtQuality) => {
-    if (FIXED_FORMATS.has(format)) {
+    if (AUTO_FIXED_FORMATS.has(format)) {
       const encoded = await encodeAtQuality(DEFAULT_SCALE_QUALITY);
       return { encoded, ...(encoded.score !== undefined ? { score: encoded.score } : {}), steps: 0 };
     }

@@ -1,8 +1,10 @@
 import { type CompressOptions, defaultOutputFormat, type OutputFormat } from '@compresso/schema';
 import sharp from 'sharp';
+import { AUTO_FIXED_FORMATS } from './auto.ts';
 import { detectFormat } from './detect.ts';
 import { heicDimensions } from './heic.ts';
 import type { EngineLimits } from './limits.ts';
+import { backgroundsFor } from './metric/compare.ts';
 
 const MiB = 1024 * 1024;
 
@@ -107,12 +109,12 @@ export async function estimateOptimizeBytes(
   const outPixels = fitInside(width, height, options.max_dimension);
   const outFrames = format === 'gif' || format === 'webp' ? Math.min(frames, MAX_COUNTED_FRAMES) : 1;
   const encode = ENCODE_BYTES_PER_PIXEL[format][hasAlpha ? 'alpha' : 'opaque'];
-  // PNG and GIF under "auto" take no search (auto.ts FIXED_FORMATS); JPEG is judged on white alone.
-  const searched =
-    options.quality === 'auto' && (format === 'jpeg' || format === 'webp' || format === 'avif');
+  // PNG and GIF under "auto" take no search; a search judges over the backgrounds the metric uses
+  // (one, or two for a transparent image into WebP or AVIF).
+  const searched = options.quality === 'auto' && !AUTO_FIXED_FORMATS.has(format);
   const auto = searched
     ? AUTO_REFERENCE_BYTES_PER_PIXEL +
-      (hasAlpha && format !== 'jpeg' ? AUTO_SECOND_BACKGROUND_BYTES_PER_PIXEL : 0)
+      (backgroundsFor(hasAlpha, format).length - 1) * AUTO_SECOND_BACKGROUND_BYTES_PER_PIXEL
     : 0;
   // Auto judges the first frame alone; the encoder holds every frame.
   return Math.ceil(BASE_BYTES + decodeBytes + outPixels * (outFrames * encode + auto));
