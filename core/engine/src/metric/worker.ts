@@ -57,11 +57,10 @@ function keptPixels(): number {
  * running a transparent 2048-px graphic and a 2048-px photo through WebP auto, one after the other,
  * grew by ~72 MiB a round (447 → 1 001 MiB RSS over 10 rounds, 1.2 GiB with the main thread's
  * garbage collected after every round), and the soak with large autos in its mix peaked at
- * 1.4–1.5 GiB whatever the memory budget (results/soak-large-auto-*.md). So the thread collects once
+ * 1.4–1.5 GiB at 256 and 512 MiB alike (results/soak-large-auto-*.md). So the thread collects once
  * the shared pixels it has been sent since its last collection add up to COLLECT_AFTER_BYTES (a full
- * collection of its small heap: 8–14 ms measured, a few times a minute under load). `gc` is reached
- * as V8 offers it to a new context once --expose-gc is set (a V8 flag, process-wide; the main
- * thread's global is unchanged).
+ * collection of its small heap: 8–14 ms measured). `gc` is reached as V8 offers it to a new
+ * context once --expose-gc is set (a V8 flag, process-wide; the main thread's global is unchanged).
  */
 export const COLLECT_AFTER_BYTES = 64 * 1024 * 1024;
 setFlagsFromString('--expose-gc');
