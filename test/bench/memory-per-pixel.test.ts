@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseCompressOptions } from '@compresso/schema';
 import { describe, expect, it } from 'vitest';
+import { heldTogether } from '../../core/engine/src/byte-semaphore.ts';
 import { DEFAULT_LIMITS } from '../../core/engine/src/limits.ts';
-import { estimateOptimizeBytes } from '../../core/engine/src/memory-estimate.ts';
+import { estimateOptimizeBytes, estimateOptimizeClaim } from '../../core/engine/src/memory-estimate.ts';
 
 const MiB = 1024 * 1024;
 const CORPUS = join(import.meta.dirname, '../../../shared/corpus');
@@ -52,5 +53,41 @@ describe('memory estimate against measured peaks', () => {
     const webpAuto = (await at('webp', 'auto')) - (await at('webp', 80));
     const jpegAuto = (await at('jpeg', 'auto')) - (await at('jpeg', 80));
     expect(webpAuto).toBeGreaterThan(1.5 * jpegAuto);
+  });
+
+  /**
+   * Two autos side by side (memory-per-pixel.ts --pairs, results/memory-pairs.json): what admission
+   * counts for them together (their metric part shared, ByteSemaphore's heldTogether) must be at
+   * least what they were measured to hold together.
+   */
+  it('counts two autos running side by side for at least what they held together', async () => {
+    const pairs = JSON.parse(
+      readFileSync(join(import.meta.dirname, 'results/memory-pairs.json'), 'utf8'),
+    ) as {
+      maxDimension: number;
+      rows: { files: string[]; format: 'jpeg' | 'webp' | 'avif'; heldMiB: number }[];
+    };
+    expect(pairs.rows.length).toBeGreaterThanOrEqual(10);
+    const short: string[] = [];
+    let saved = 0;
+    for (const row of pairs.rows) {
+      const options = parseCompressOptions({
+        output_format: row.format,
+        quality: 'auto',
+        max_dimension: pairs.maxDimension,
+      });
+      const claims = await Promise.all(
+        row.files.map((file) =>
+          estimateOptimizeClaim(readFileSync(join(CORPUS, file)), options, DEFAULT_LIMITS),
+        ),
+      );
+      const together = heldTogether(claims) / MiB;
+      if (together < row.heldMiB)
+        short.push(`${row.files.join(' + ')} ${row.format}: held ${row.heldMiB} MiB, counted ${together}`);
+      if (together < claims.reduce((sum, c) => sum + c.bytes, 0) / MiB) saved++;
+    }
+    expect(short).toEqual([]);
+    // The rule does take something off for the transparent pairs.
+    expect(saved).toBeGreaterThanOrEqual(5);
   });
 });

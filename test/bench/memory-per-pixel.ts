@@ -5,19 +5,25 @@
  * image) and then runs the case once. Held = the process's peak resident set (getrusage maxrss) less
  * its resident set just before the case: what the case added at its peak, as admission must count it.
  *
+ * With --pairs, two quality-"auto" jobs run side by side in each fresh process instead (both warmed
+ * up, then started together), and what they held together is set against what the engine's
+ * admission counts for the two together (ByteSemaphore's `heldTogether` over their claims: auto's
+ * metric part is shared, memory-estimate.ts).
+ *
  * Usage (with the allocator settings `npm start` runs with, scripts/with-allocator.sh):
  *   MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072 \
- *     node test/bench/memory-per-pixel.ts [--max-dimension N] [--out FILE]
- * Writes results/memory-per-pixel.json and .md (or FILE and FILE.md). About a minute.
+ *     node test/bench/memory-per-pixel.ts [--pairs] [--max-dimension N] [--out FILE]
+ * Writes results/memory-per-pixel.json and .md, or with --pairs results/memory-pairs.json and .md
+ * (or FILE and FILE.md). About a minute each.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createEngine, DEFAULT_LIMITS } from '@compresso/engine';
+import { createEngine, DEFAULT_LIMITS, heldTogether } from '@compresso/engine';
 import sharp from 'sharp';
-import { estimateOptimizeBytes } from '../../core/engine/src/memory-estimate.ts';
+import { estimateOptimizeBytes, estimateOptimizeClaim } from '../../core/engine/src/memory-estimate.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const CORPUS = join(HERE, '../../../shared/corpus');
@@ -26,6 +32,7 @@ const MiB = 1024 * 1024;
 const { values } = parseArgs({
   options: {
     child: { type: 'string' },
+    pairs: { type: 'boolean' },
     'max-dimension': { type: 'string' },
     out: { type: 'string' },
   },
@@ -37,34 +44,126 @@ interface Case {
   quality: 80 | 'auto';
 }
 
+/** One case (or, with `files`, several jobs started together) in this fresh process. */
 async function runChild(spec: string): Promise<void> {
-  const { file, format, quality, maxDimension } = JSON.parse(spec) as Case & { maxDimension: number };
-  const input = readFileSync(join(CORPUS, file));
-  const engine = createEngine({ concurrency: 1, memoryBudget: 64 * 1024 * MiB });
+  const { file, files, format, quality, maxDimension } = JSON.parse(spec) as Case & {
+    files?: string[];
+    maxDimension: number;
+  };
+  const inputs = (files ?? [file]).map((name) => readFileSync(join(CORPUS, name)));
+  const engine = createEngine({ concurrency: inputs.length, memoryBudget: 64 * 1024 * MiB });
   const options = { output_format: format, quality, max_dimension: maxDimension };
-  const tiny = await sharp(input).resize(64, 64, { fit: 'inside' }).png().toBuffer();
-  for (let i = 0; i < 2; i++) {
-    await engine.optimize(tiny, { ...options, quality: 'auto' });
-    await engine.optimize(tiny, { ...options, quality: 80 });
+  for (const input of inputs) {
+    const tiny = await sharp(input).resize(64, 64, { fit: 'inside' }).png().toBuffer();
+    for (let i = 0; i < 2; i++) {
+      await engine.optimize(tiny, { ...options, quality: 'auto' });
+      await engine.optimize(tiny, { ...options, quality: 80 });
+    }
   }
   global.gc?.();
   const before = process.memoryUsage().rss;
   const peakBefore = process.resourceUsage().maxRSS * 1024;
-  const out = await engine.optimize(input, options);
+  const outs = await Promise.all(inputs.map((input) => engine.optimize(input, options)));
   const peak = process.resourceUsage().maxRSS * 1024;
   process.stdout.write(
     JSON.stringify({
       held: peak - before,
       warmupPeakOverBefore: peakBefore - before,
-      width: out.info.width,
-      height: out.info.height,
+      width: outs[0]!.info.width,
+      height: outs[0]!.info.height,
+      sizes: outs.map((o) => [o.info.width, o.info.height]),
     }),
   );
   process.exit(0);
 }
 
+/** Run one spec in a fresh process (npm start's allocator settings come from the environment). */
+function inChild(spec: string): { held: number; width: number; height: number; sizes: [number, number][] } {
+  const child = spawnSync(
+    process.execPath,
+    ['--expose-gc', fileURLToPath(import.meta.url), '--child', spec],
+    {
+      encoding: 'utf8',
+      env: process.env,
+    },
+  );
+  if (child.status !== 0) throw new Error(`${spec}: ${child.stderr}`);
+  return JSON.parse(child.stdout);
+}
+
+/**
+ * Pairs of auto jobs that the budget's sharing rule decides about: transparent images into WebP and
+ * AVIF (two prepared references each, where sharing saves most), a transparent one beside an opaque
+ * one, and opaque photos (where it saves nothing).
+ */
+const PAIRS: { files: [string, string]; format: 'jpeg' | 'webp' | 'avif' }[] = [
+  {
+    files: ['graphic-mate-Arc-Colors-Transparent.png', 'graphic-mate-Arc-Colors-Transparent.png'],
+    format: 'webp',
+  },
+  { files: ['illus-mate-Gulp.png', 'illus-mate-Gulp.png'], format: 'webp' },
+  { files: ['graphic-mate-Arc-Colors-Transparent.png', 'illus-mate-Gulp.png'], format: 'webp' },
+  { files: ['graphic-mate-Arc-Colors-Transparent.png', 'graphic-debian-emerald-logo.png'], format: 'avif' },
+  { files: ['illus-mate-Gulp.png', 'illus-mate-Gulp.png'], format: 'avif' },
+  {
+    files: ['graphic-sharpfixture-alpha-paper.png', 'graphic-mate-Arc-Colors-Transparent.png'],
+    format: 'webp',
+  },
+  { files: ['illus-mate-Gulp.png', 'photo-mate-Dune.jpg'], format: 'webp' },
+  { files: ['photo-mate-Dune.jpg', 'photo-mate-LadyBird.jpg'], format: 'jpeg' },
+  { files: ['photo-mate-Dune.jpg', 'photo-skimage-astronaut.png'], format: 'webp' },
+  { files: ['photo-mate-LadyBird.jpg', 'photo-mate-TwoWings.jpg'], format: 'avif' },
+];
+
+async function runPairs(maxDimension: number): Promise<void> {
+  const rows: Record<string, unknown>[] = [];
+  for (const { files, format } of PAIRS) {
+    const spec = JSON.stringify({ files, format, quality: 'auto', maxDimension });
+    const m = inChild(spec);
+    const options = {
+      output_format: format,
+      quality: 'auto' as const,
+      max_dimension: maxDimension,
+      strip_exif: true,
+      png_to_jpeg: false,
+    };
+    const claims = await Promise.all(
+      files.map((file) => estimateOptimizeClaim(readFileSync(join(CORPUS, file)), options, DEFAULT_LIMITS)),
+    );
+    const apart = claims.reduce((sum, c) => sum + c.bytes, 0);
+    const together = heldTogether(claims);
+    const row = {
+      files,
+      format,
+      sizes: m.sizes.map(([w, h]) => `${w} × ${h}`),
+      heldMiB: Math.round((m.held / MiB) * 10) / 10,
+      countedMiB: Math.round((together / MiB) * 10) / 10,
+      countedApartMiB: Math.round((apart / MiB) * 10) / 10,
+      ratio: Math.round((m.held / together) * 100) / 100,
+    };
+    rows.push(row);
+    console.log(JSON.stringify(row));
+  }
+  const out = values.out ?? join(HERE, 'results', 'memory-pairs.json');
+  writeFileSync(
+    out,
+    `${JSON.stringify({ date: new Date().toISOString(), maxDimension, mallocArenaMax: process.env.MALLOC_ARENA_MAX ?? null, rows }, null, 2)}\n`,
+  );
+  const table = [
+    '| images (auto, side by side) | format | outputs | held together MiB | counted together MiB | counted apart MiB | held ÷ counted |',
+    '| --- | --- | --- | ---: | ---: | ---: | ---: |',
+    ...rows.map(
+      (r) =>
+        `| ${(r.files as string[]).join(' + ')} | ${r.format} | ${(r.sizes as string[]).join(', ')} | ${r.heldMiB} | ${r.countedMiB} | ${r.countedApartMiB} | ${r.ratio} |`,
+    ),
+  ];
+  writeFileSync(out.replace(/\.json$/, '.md'), `${table.join('\n')}\n`);
+}
+
 if (values.child) {
   await runChild(values.child);
+} else if (values.pairs) {
+  await runPairs(Number(values['max-dimension'] ?? 2048));
 } else {
   const maxDimension = Number(values['max-dimension'] ?? 2048);
   const files = [
@@ -81,14 +180,7 @@ if (values.child) {
     const { hasAlpha } = await sharp(input).metadata();
     for (const format of ['jpeg', 'webp', 'avif'] as const) {
       for (const quality of [80, 'auto'] as const) {
-        const spec = JSON.stringify({ file, format, quality, maxDimension });
-        const child = spawnSync(
-          process.execPath,
-          ['--expose-gc', fileURLToPath(import.meta.url), '--child', spec],
-          { encoding: 'utf8', env: process.env },
-        );
-        if (child.status !== 0) throw new Error(`${spec}: ${child.stderr}`);
-        const m = JSON.parse(child.stdout) as { held: number; width: number; height: number };
+        const m = inChild(JSON.stringify({ file, format, quality, maxDimension }));
         const pixels = m.width * m.height;
         const estimate = await estimateOptimizeBytes(
           input,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ByteSemaphore } from './byte-semaphore.ts';
+import { ByteSemaphore, heldTogether, type MemoryClaim } from './byte-semaphore.ts';
 
 function deferred() {
   let resolve!: () => void;
@@ -13,7 +13,7 @@ function deferred() {
 const settle = () => new Promise((r) => setImmediate(r));
 
 /** Jobs of the given sizes, each held open until released; records start order and the peak in use. */
-function harness(gate: ByteSemaphore, sizes: number[]) {
+function harness(gate: ByteSemaphore, sizes: (number | MemoryClaim)[]) {
   const started: number[] = [];
   let peak = 0;
   let peakHolders = 0;
@@ -135,5 +135,50 @@ describe('ByteSemaphore', () => {
     expect(() => new ByteSemaphore(100, 0)).toThrow(RangeError);
     const gate = new ByteSemaphore(100);
     return expect(gate.run(-1, async () => 0)).rejects.toThrow(RangeError);
+  });
+
+  it('counts shared parts together up to the largest ceiling among the running jobs', () => {
+    const a = { bytes: 500, shared: { bytes: 300, ceiling: 350 } };
+    const b = { bytes: 400, shared: { bytes: 250, ceiling: 300 } };
+    // Apart 900; their shared parts ask 550 of a place that holds at most 350: 200 less.
+    expect(heldTogether([a, b])).toBe(700);
+    // Within the ceiling, or with nothing shared, the bytes simply add up.
+    expect(heldTogether([a])).toBe(500);
+    expect(heldTogether([a, { bytes: 40 }])).toBe(540);
+    expect(heldTogether([{ bytes: 500, shared: { bytes: 100, ceiling: 350 } }, b])).toBe(900);
+    expect(heldTogether([])).toBe(0);
+  });
+
+  it('admits together jobs whose shared parts fit the ceiling, and waits for those that still do not', async () => {
+    const claim = (bytes: number, shared: number): MemoryClaim => ({
+      bytes,
+      shared: { bytes: shared, ceiling: 300 },
+    });
+    const gate = new ByteSemaphore(700, 4);
+    // 450 + 450 = 900 apart, 900 − (600 − 300) = 600 together: both run.
+    const h = harness(gate, [claim(450, 300), claim(450, 300), claim(450, 300)]);
+    await settle();
+    expect(h.started).toEqual([0, 1]);
+    expect(gate.inUse).toBe(600);
+    // A third would make 1350 − (900 − 300) = 750, over 700: it waits.
+    expect([gate.active, gate.waiting, gate.waitingBytes]).toEqual([2, 1, 450]);
+    await h.release(0);
+    expect(h.started).toEqual([0, 1, 2]);
+    expect(gate.inUse).toBe(600);
+    await h.release(1);
+    expect(gate.inUse).toBe(450);
+    await h.release(2);
+    expect([gate.inUse, gate.active, gate.waiting, gate.waitingBytes]).toEqual([0, 0, 0, 0]);
+  });
+
+  it('refuses a shared part larger than its claim or negative', async () => {
+    const gate = new ByteSemaphore(100);
+    await expect(gate.run({ bytes: 10, shared: { bytes: 20, ceiling: 5 } }, async () => 0)).rejects.toThrow(
+      /shared bytes/,
+    );
+    await expect(gate.run({ bytes: 10, shared: { bytes: 5, ceiling: -1 } }, async () => 0)).rejects.toThrow(
+      RangeError,
+    );
+    expect([gate.inUse, gate.active]).toEqual([0, 0]);
   });
 });

@@ -16,7 +16,7 @@ import { applyEdits } from './edit/apply.ts';
 import { closeHeicDecoder } from './heic.ts';
 import { inspectImage } from './inspect.ts';
 import { type EngineLimits, resolveLimits } from './limits.ts';
-import { estimateInspectBytes, estimateOptimizeBytes } from './memory-estimate.ts';
+import { estimateInspectBytes, estimateOptimizeBytes, estimateOptimizeClaim } from './memory-estimate.ts';
 import { closeMetricPool } from './metric/index.ts';
 import { type AutoEncoder, type OptimizeOutput, optimizeImage } from './optimize.ts';
 
@@ -47,9 +47,10 @@ export interface EngineConfig {
 /**
  * 768 MiB of estimated job memory (memory-estimate.ts): two quality-"auto" photos of up to ~3.7
  * megapixels in JPEG or WebP (~2.9 in AVIF; 2048 × 1365: ≈ 290 MiB each) run side by side on a
- * 2-core machine, as do a 2048-px
- * photo and a transparent 2048 × 1148 graphic in WebP auto (≈ 445 MiB); a transparent 2048 × 1536 one
- * (≈ 590 MiB) runs with small images only, two 2048 × 2048 autos (≈ 430 MiB each) one at a time.
+ * 2-core machine, as do a 2048-px photo and a transparent 2048 × 1148 graphic in WebP auto
+ * (≈ 445 MiB), and two such graphics (754 MiB together: they share the metric thread, see
+ * estimateOptimizeClaim); a transparent 2048 × 1536 one (≈ 590 MiB) runs with small images only, two
+ * 2048 × 2048 autos (≈ 430 MiB each) one at a time.
  * 256 MiB until 2026-11-28, when auto was counted at a third of what it holds. Chosen with the soak
  * benchmark (test/bench/soak.ts --large-auto, 600 requests): at 768 MiB the process peaked at 887 MiB
  * and served 3.71 requests a second, at 512 MiB 756 MiB and 2.99, at 256 MiB 738 MiB and 2.90; on the
@@ -127,8 +128,9 @@ export function createEngine(config: EngineConfig = {}): Engine {
         (async () => {
           const parsed = parseCompressOptions(options ?? {});
           // Estimated from the header before admission; a non-buffer counts 0 and is refused inside.
-          const bytes = input instanceof Uint8Array ? await estimateOptimizeBytes(input, parsed, limits) : 0;
-          return gate.run(bytes, () => optimizeImage(input, parsed, context));
+          // Auto's metric part is shared with the other searches running (memory-estimate.ts).
+          const claim = input instanceof Uint8Array ? await estimateOptimizeClaim(input, parsed, limits) : 0;
+          return gate.run(claim, () => optimizeImage(input, parsed, context));
         })(),
       );
     },

@@ -14,7 +14,7 @@ export {
   SMALL_IMAGE_SIDE,
 } from './auto.ts';
 export { createBisectionAutoEncoder } from './auto-bisection.ts';
-export { ByteSemaphore } from './byte-semaphore.ts';
+export { ByteSemaphore, heldTogether, type MemoryClaim } from './byte-semaphore.ts';
 export { type AltTextContext, colorName, measureFacts, offlineAltText, wordsOfFileName } from './describe.ts';
 export { type Detected, detectFormat } from './detect.ts';
 export { applyEdits, type EditedPixels } from './edit/apply.ts';

@@ -1,9 +1,10 @@
 import { parseCompressOptions } from '@compresso/schema';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
+import { heldTogether } from './byte-semaphore.ts';
 import { createEngine } from './engine.ts';
 import { DEFAULT_LIMITS } from './limits.ts';
-import { estimateInspectBytes, estimateOptimizeBytes } from './memory-estimate.ts';
+import { estimateInspectBytes, estimateOptimizeBytes, estimateOptimizeClaim } from './memory-estimate.ts';
 import { corpus } from './test-support/corpus.ts';
 import { pngBomb } from './test-support/fixtures.ts';
 
@@ -52,6 +53,39 @@ describe('estimateOptimizeBytes', () => {
   });
 });
 
+describe('estimateOptimizeClaim', () => {
+  const claim = (bytes: Uint8Array, options: Record<string, unknown>) =>
+    estimateOptimizeClaim(bytes, parseCompressOptions(options), DEFAULT_LIMITS);
+
+  it('declares the metric part of quality auto as shared, and nothing for a fixed quality', async () => {
+    const arc = corpus('graphic-mate-Arc-Colors-Transparent.png');
+    const fixed = await claim(arc, { output_format: 'webp', quality: 80 });
+    expect(fixed.shared).toBeUndefined();
+    const auto = await claim(arc, { output_format: 'webp', quality: 'auto', max_dimension: 2048 });
+    expect(auto.bytes).toBe(
+      await estimate(arc, { output_format: 'webp', quality: 'auto', max_dimension: 2048 }),
+    );
+    expect(auto.shared!.bytes).toBeGreaterThan(0);
+    expect(auto.shared!.bytes).toBeLessThan(auto.bytes);
+    // PNG under auto takes no search: no metric.
+    expect((await claim(arc, { output_format: 'png', quality: 'auto' })).shared).toBeUndefined();
+  });
+
+  it('counts two large transparent autos for less together than apart, two opaque photos for the sum', async () => {
+    const arc = await claim(corpus('graphic-mate-Arc-Colors-Transparent.png'), {
+      output_format: 'webp',
+      quality: 'auto',
+      max_dimension: 2048,
+    });
+    expect(heldTogether([arc, arc])).toBeLessThan(2 * arc.bytes);
+    // Within the default budget together (768 MiB); apart they are over it.
+    expect(heldTogether([arc, arc])).toBeLessThanOrEqual(768 * MiB);
+    expect(2 * arc.bytes).toBeGreaterThan(768 * MiB);
+    const photo = await claim(corpus('photo-mate-Dune.jpg'), { output_format: 'jpeg', quality: 'auto' });
+    expect(heldTogether([photo, photo])).toBe(2 * photo.bytes);
+  });
+});
+
 describe('engine admission by memory', () => {
   it('runs images larger than a tiny budget one at a time, every one to completion', async () => {
     const engine = createEngine({ memoryBudget: MiB, concurrency: 2 });
@@ -75,6 +109,26 @@ describe('engine admission by memory', () => {
     expect(peakActive).toBe(1);
     expect(peakInUse).toBeGreaterThan(MiB);
     expect(engine.stats()).toMatchObject({ active: 0, waiting: 0, memoryInUse: 0, memoryWaiting: 0 });
+    await engine.close();
+  });
+
+  it('runs two large transparent autos side by side in the default budget, as their shared metric allows', async () => {
+    const engine = createEngine({ concurrency: 2 });
+    const arc = corpus('graphic-mate-Arc-Colors-Transparent.png');
+    let peakActive = 0;
+    let watching = true;
+    const watch = () => {
+      peakActive = Math.max(peakActive, engine.stats().active);
+      if (watching) setImmediate(watch);
+    };
+    watch();
+    const options = { output_format: 'webp', quality: 'auto', max_dimension: 2048 } as const;
+    const outs = await Promise.all([0, 1].map(() => engine.optimize(arc, options)));
+    watching = false;
+    expect(outs.map((o) => o.info.width)).toEqual([2048, 2048]);
+    // Counted apart (≈ 444 MiB each) they would run one after the other.
+    expect(2 * (await estimate(arc, options))).toBeGreaterThan(engine.stats().memoryBudget);
+    expect(peakActive).toBe(2);
     await engine.close();
   });
 });

@@ -1,10 +1,13 @@
 import { type CompressOptions, defaultOutputFormat, type OutputFormat } from '@compresso/schema';
 import sharp from 'sharp';
 import { AUTO_FIXED_FORMATS } from './auto.ts';
+import type { MemoryClaim } from './byte-semaphore.ts';
 import { detectFormat } from './detect.ts';
 import { heicDimensions } from './heic.ts';
 import type { EngineLimits } from './limits.ts';
 import { backgroundsFor } from './metric/compare.ts';
+import { METRIC_THREADS } from './metric/index.ts';
+import { KEEP_MIN, KEEP_PIXELS } from './metric/keep.ts';
 
 const MiB = 1024 * 1024;
 
@@ -56,6 +59,26 @@ const HEIC_DECODE_BYTES_PER_PIXEL = 36;
 const AUTO_REFERENCE_BYTES_PER_PIXEL = 95;
 const AUTO_SECOND_BACKGROUND_BYTES_PER_PIXEL = 60;
 
+/**
+ * The part of auto's bytes a metric thread holds for one search alone, per output pixel, at least:
+ * its prepared reference(s) and the candidate being scored. Measured in one process (2026-11-28,
+ * the module's memory read as resident set growth over prepare and score): 57.6–64.0 B a pixel for
+ * one reference (a 2048-px photo, row-sampled and exact), 102.0–104.5 for two (the transparent Arc
+ * graphic at 2048 px). The lower figures, rounded down: this part is what jobs running together may
+ * share, so it must not be over-counted.
+ */
+const METRIC_HELD_PER_PIXEL = { one: 55, two: 100 } as const;
+
+/**
+ * The most one metric thread holds, per pixel of the largest image searched: it keeps at most
+ * KEEP_MIN prepared references of any size, or more while together they hold no more pixels than
+ * KEEP_PIXELS (metric/keep.ts), and scores one candidate at a time. Two references and a score
+ * measured 104.5 B a pixel (above); a third reference is prepared before the oldest is let go, so up
+ * to three references (~35–47 B a pixel each) and the new one's input planes (12) can be live at
+ * once: 140, over at least KEEP_PIXELS / KEEP_MIN pixels (four small references).
+ */
+const METRIC_CEILING_PER_PIXEL = 140;
+
 /** Animated outputs hold every frame; past this many the estimate stops growing (the pixel limits bound the rest). */
 const MAX_COUNTED_FRAMES = 16;
 
@@ -76,11 +99,28 @@ export async function estimateOptimizeBytes(
   options: CompressOptions,
   limits: EngineLimits,
 ): Promise<number> {
+  return (await estimateOptimizeClaim(bytes, options, limits)).bytes;
+}
+
+/**
+ * `estimateOptimizeBytes` with, for quality "auto", the part of those bytes the metric threads hold
+ * (`shared`): searches running side by side share the metric threads, which hold at most their
+ * ceiling (METRIC_CEILING_PER_PIXEL per thread) however many searches ask of them, so two large
+ * transparent autos count for less together than apart (ByteSemaphore's `heldTogether`). Measured
+ * (test/bench/memory-per-pixel.ts --pairs): two transparent 2048-px graphics into WebP held 475 MiB
+ * at their peak together, against 392 MiB for one alone.
+ */
+export async function estimateOptimizeClaim(
+  bytes: Uint8Array,
+  options: CompressOptions,
+  limits: EngineLimits,
+): Promise<MemoryClaim> {
+  const base = { bytes: BASE_BYTES };
   let detected: ReturnType<typeof detectFormat>;
   try {
     detected = detectFormat(bytes);
   } catch {
-    return BASE_BYTES;
+    return base;
   }
   let width: number;
   let height: number;
@@ -89,7 +129,7 @@ export async function estimateOptimizeBytes(
   let decodeBytes = 0;
   if (detected.hevc) {
     const size = heicDimensions(bytes);
-    if (!size) return BASE_BYTES;
+    if (!size) return base;
     ({ width, height } = size);
     decodeBytes = width * height * HEIC_DECODE_BYTES_PER_PIXEL;
   } else {
@@ -100,11 +140,11 @@ export async function estimateOptimizeBytes(
       height = frames > 1 ? (m.pageHeight ?? m.height) : m.height;
       hasAlpha = m.hasAlpha ?? false;
     } catch {
-      return BASE_BYTES;
+      return base;
     }
   }
-  if (!(width > 0 && height > 0)) return BASE_BYTES;
-  if (width * height > limits.maxPixels || width * height * frames > limits.maxTotalPixels) return BASE_BYTES;
+  if (!(width > 0 && height > 0)) return base;
+  if (width * height > limits.maxPixels || width * height * frames > limits.maxTotalPixels) return base;
   const format = options.output_format ?? defaultOutputFormat(detected.format);
   const outPixels = fitInside(width, height, options.max_dimension);
   const outFrames = format === 'gif' || format === 'webp' ? Math.min(frames, MAX_COUNTED_FRAMES) : 1;
@@ -112,12 +152,22 @@ export async function estimateOptimizeBytes(
   // PNG and GIF under "auto" take no search; a search judges over the backgrounds the metric uses
   // (one, or two for a transparent image into WebP or AVIF).
   const searched = options.quality === 'auto' && !AUTO_FIXED_FORMATS.has(format);
+  const references = backgroundsFor(hasAlpha, format).length;
   const auto = searched
-    ? AUTO_REFERENCE_BYTES_PER_PIXEL +
-      (backgroundsFor(hasAlpha, format).length - 1) * AUTO_SECOND_BACKGROUND_BYTES_PER_PIXEL
+    ? AUTO_REFERENCE_BYTES_PER_PIXEL + (references - 1) * AUTO_SECOND_BACKGROUND_BYTES_PER_PIXEL
     : 0;
   // Auto judges the first frame alone; the encoder holds every frame.
-  return Math.ceil(BASE_BYTES + decodeBytes + outPixels * (outFrames * encode + auto));
+  const total = Math.ceil(BASE_BYTES + decodeBytes + outPixels * (outFrames * encode + auto));
+  if (!searched) return { bytes: total };
+  return {
+    bytes: total,
+    shared: {
+      bytes: Math.floor(outPixels * METRIC_HELD_PER_PIXEL[references > 1 ? 'two' : 'one']),
+      ceiling: Math.ceil(
+        METRIC_THREADS * METRIC_CEILING_PER_PIXEL * Math.max(outPixels, KEEP_PIXELS / KEEP_MIN),
+      ),
+    },
+  };
 }
 
 /**
