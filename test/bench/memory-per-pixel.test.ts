@@ -4,7 +4,11 @@ import { parseCompressOptions } from '@compresso/schema';
 import { describe, expect, it } from 'vitest';
 import { heldTogether } from '../../core/engine/src/byte-semaphore.ts';
 import { DEFAULT_LIMITS } from '../../core/engine/src/limits.ts';
-import { estimateOptimizeBytes, estimateOptimizeClaim } from '../../core/engine/src/memory-estimate.ts';
+import {
+  estimateOptimizeBytes,
+  estimateOptimizeClaim,
+  METRIC_CEILING_PER_PIXEL,
+} from '../../core/engine/src/memory-estimate.ts';
 
 const MiB = 1024 * 1024;
 const CORPUS = join(import.meta.dirname, '../../../shared/corpus');
@@ -89,5 +93,14 @@ describe('memory estimate against measured peaks', () => {
     expect(short).toEqual([]);
     // The rule does take something off for the transparent pairs.
     expect(saved).toBeGreaterThanOrEqual(5);
+  });
+
+  it("counts a metric thread's ceiling over what one was measured to hold for searches side by side", () => {
+    const thread = JSON.parse(
+      readFileSync(join(import.meta.dirname, 'results/memory-metric-thread.json'), 'utf8'),
+    ) as { rows: { files: string[]; heldPerLargestPixel: number }[] };
+    expect(thread.rows.length).toBeGreaterThanOrEqual(5);
+    for (const row of thread.rows)
+      expect(row.heldPerLargestPixel, row.files.join(' + ')).toBeLessThan(METRIC_CEILING_PER_PIXEL);
   });
 });

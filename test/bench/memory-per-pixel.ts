@@ -10,20 +10,34 @@
  * admission counts for the two together (ByteSemaphore's `heldTogether` over their claims: auto's
  * metric part is shared, memory-estimate.ts).
  *
+ * With --metric-thread, what a metric thread itself holds when searches of large transparent
+ * images (two references each) and of photos run side by side: the thread's entry (worker.ts) is
+ * called in a fresh process with each image's references in turn, four rounds, every call a score
+ * (so its cache keeps two and prepares the others again each time, as a thread shared by two
+ * searches does), and the process's resident growth is divided by the largest image's pixels: what
+ * memory-estimate.ts's METRIC_CEILING_PER_PIXEL must cover.
+ *
  * Usage (with the allocator settings `npm start` runs with, scripts/with-allocator.sh):
  *   MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072 \
- *     node test/bench/memory-per-pixel.ts [--pairs] [--max-dimension N] [--out FILE]
- * Writes results/memory-per-pixel.json and .md, or with --pairs results/memory-pairs.json and .md
- * (or FILE and FILE.md). About a minute each.
+ *     node test/bench/memory-per-pixel.ts [--pairs | --metric-thread] [--max-dimension N] [--out FILE]
+ * Writes results/memory-per-pixel.json and .md, with --pairs results/memory-pairs.json and .md, with
+ * --metric-thread results/memory-metric-thread.json (or FILE and FILE.md). A minute or less each.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createEngine, DEFAULT_LIMITS, heldTogether } from '@compresso/engine';
+import {
+  ALPHA_BACKGROUNDS,
+  createEngine,
+  DEFAULT_LIMITS,
+  heldTogether,
+  type RgbImage,
+} from '@compresso/engine';
 import sharp from 'sharp';
 import { estimateOptimizeBytes, estimateOptimizeClaim } from '../../core/engine/src/memory-estimate.ts';
+import { decodeToRgbs } from '../../core/engine/src/metric/index.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const CORPUS = join(HERE, '../../../shared/corpus');
@@ -33,6 +47,8 @@ const { values } = parseArgs({
   options: {
     child: { type: 'string' },
     pairs: { type: 'boolean' },
+    'metric-thread': { type: 'boolean' },
+    'thread-child': { type: 'string' },
     'max-dimension': { type: 'string' },
     out: { type: 'string' },
   },
@@ -160,8 +176,94 @@ async function runPairs(maxDimension: number): Promise<void> {
   writeFileSync(out.replace(/\.json$/, '.md'), `${table.join('\n')}\n`);
 }
 
+/** In this fresh process: the metric thread's entry over the images' references, in turn. */
+async function runThreadChild(spec: string): Promise<void> {
+  const { files, maxDimension } = JSON.parse(spec) as { files: string[]; maxDimension: number };
+  const score = (await import('../../core/engine/src/metric/worker.ts')).default;
+  const images: { references: RgbImage[]; candidates: RgbImage[] }[] = [];
+  for (const file of files) {
+    const source = sharp(join(CORPUS, file)).resize(maxDimension, maxDimension, {
+      fit: 'inside',
+      withoutEnlargement: true,
+    });
+    const { hasAlpha } = await sharp(join(CORPUS, file)).metadata();
+    const backgrounds = hasAlpha ? ALPHA_BACKGROUNDS : [{ r: 128, g: 128, b: 128 }];
+    images.push({
+      references: await decodeToRgbs(await source.clone().png().toBuffer(), backgrounds),
+      candidates: await decodeToRgbs(await source.clone().webp({ quality: 60 }).toBuffer(), backgrounds),
+    });
+  }
+  const tiny: RgbImage = { width: 8, height: 8, data: new Uint8Array(8 * 8 * 3).fill(128) };
+  score({ referenceId: 1, reference: tiny, distorted: tiny });
+  const before = process.memoryUsage().rss;
+  for (let round = 0; round < 4; round++)
+    images.forEach(({ references, candidates }, i) => {
+      references.forEach((reference, b) => {
+        score({ referenceId: 100 + 2 * i + b, reference, distorted: candidates[b]! });
+      });
+    });
+  const largest = Math.max(...images.map((i) => i.references[0]!.width * i.references[0]!.height));
+  process.stdout.write(
+    JSON.stringify({ held: process.resourceUsage().maxRSS * 1024 - before, largestPixels: largest }),
+  );
+  process.exit(0);
+}
+
+/** Searches side by side, as their metric thread sees them (see --metric-thread above). */
+const THREAD_CASES: string[][] = [
+  ['graphic-mate-Arc-Colors-Transparent.png', 'illus-mate-Gulp.png'],
+  ['graphic-debian-emerald-logo.png', 'graphic-mate-Arc-Colors-Transparent.png'],
+  [
+    'graphic-sharpfixture-alpha-paper.png',
+    'graphic-mate-Arc-Colors-Transparent.png',
+    'graphic-debian-emerald-logo.png',
+  ],
+  ['photo-mate-Dune.jpg', 'photo-mate-LadyBird.jpg', 'photo-mate-TwoWings.jpg'],
+  ['graphic-mate-Arc-Colors-Transparent.png', 'photo-mate-LadyBird.jpg'],
+];
+
+function runMetricThread(maxDimension: number): void {
+  const rows = THREAD_CASES.map((files) => {
+    const child = spawnSync(
+      process.execPath,
+      [
+        '--expose-gc',
+        fileURLToPath(import.meta.url),
+        '--thread-child',
+        JSON.stringify({ files, maxDimension }),
+      ],
+      { encoding: 'utf8', env: process.env },
+    );
+    if (child.status !== 0) throw new Error(`${files.join(' + ')}: ${child.stderr}`);
+    const m = JSON.parse(child.stdout) as { held: number; largestPixels: number };
+    const row = {
+      files,
+      heldMiB: Math.round((m.held / MiB) * 10) / 10,
+      largestPixels: m.largestPixels,
+      heldPerLargestPixel: Math.round((m.held / m.largestPixels) * 10) / 10,
+    };
+    console.log(JSON.stringify(row));
+    return row;
+  });
+  const out = values.out ?? join(HERE, 'results', 'memory-metric-thread.json');
+  writeFileSync(
+    out,
+    `${JSON.stringify({ date: new Date().toISOString(), maxDimension, mallocArenaMax: process.env.MALLOC_ARENA_MAX ?? null, rows }, null, 2)}\n`,
+  );
+  const table = [
+    '| images searched side by side (their references in turn, four rounds) | held MiB | B per pixel of the largest |',
+    '| --- | ---: | ---: |',
+    ...rows.map((r) => `| ${r.files.join(' + ')} | ${r.heldMiB} | ${r.heldPerLargestPixel} |`),
+  ];
+  writeFileSync(out.replace(/\.json$/, '.md'), `${table.join('\n')}\n`);
+}
+
 if (values.child) {
   await runChild(values.child);
+} else if (values['thread-child']) {
+  await runThreadChild(values['thread-child']);
+} else if (values['metric-thread']) {
+  runMetricThread(Number(values['max-dimension'] ?? 2048));
 } else if (values.pairs) {
   await runPairs(Number(values['max-dimension'] ?? 2048));
 } else {

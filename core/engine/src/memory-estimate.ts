@@ -67,17 +67,19 @@ const AUTO_SECOND_BACKGROUND_BYTES_PER_PIXEL = 60;
  * graphic at 2048 px). The lower figures, rounded down: this part is what jobs running together may
  * share, so it must not be over-counted.
  */
-const METRIC_HELD_PER_PIXEL = { one: 55, two: 100 } as const;
+export const METRIC_HELD_PER_PIXEL = { one: 55, two: 100 } as const;
 
 /**
  * The most one metric thread holds, per pixel of the largest image searched: it keeps at most
  * KEEP_MIN prepared references of any size, or more while together they hold no more pixels than
- * KEEP_PIXELS (metric/keep.ts), and scores one candidate at a time. Two references and a score
- * measured 104.5 B a pixel (above); a third reference is prepared before the oldest is let go, so up
- * to three references (~35–47 B a pixel each) and the new one's input planes (12) can be live at
- * once: 140, over at least KEEP_PIXELS / KEEP_MIN pixels (four small references).
+ * KEEP_PIXELS (metric/keep.ts), lets the oldest go before preparing a new one, and scores one
+ * candidate at a time. Measured with test/bench/memory-per-pixel.ts --metric-thread (the thread's
+ * entry over two or three large transparent images' references in turn, as searches side by side
+ * ask of it, so each score prepares its reference again; results/memory-metric-thread.md): 108.6–123.2 B
+ * a pixel of the largest image, 99.9–101.7 with photos. Counted over at least KEEP_PIXELS / KEEP_MIN
+ * pixels (four small references). Until the thread let the oldest go first, it read 129.6–141.2.
  */
-const METRIC_CEILING_PER_PIXEL = 140;
+export const METRIC_CEILING_PER_PIXEL = 140;
 
 /** Animated outputs hold every frame; past this many the estimate stops growing (the pixel limits bound the rest). */
 const MAX_COUNTED_FRAMES = 16;
@@ -107,8 +109,9 @@ export async function estimateOptimizeBytes(
  * (`shared`): searches running side by side share the metric threads, which hold at most their
  * ceiling (METRIC_CEILING_PER_PIXEL per thread) however many searches ask of them, so two large
  * transparent autos count for less together than apart (ByteSemaphore's `heldTogether`). Measured
- * (test/bench/memory-per-pixel.ts --pairs): two transparent 2048-px graphics into WebP held 475 MiB
- * at their peak together, against 392 MiB for one alone.
+ * (test/bench/memory-per-pixel.ts --pairs, results/memory-pairs.md): two transparent 2048 × 1148
+ * graphics into WebP held 450 MiB at their peak together (392 MiB for one alone), counted 754 MiB
+ * together and 888 apart; the ten pairs held 0.49–0.72 of what they are counted together.
  */
 export async function estimateOptimizeClaim(
   bytes: Uint8Array,

@@ -10,6 +10,7 @@ import score, {
   KEEP_MAX,
   KEEP_MIN,
   KEEP_PIXELS,
+  resetPeakLive,
 } from './worker.ts';
 
 /**
@@ -96,6 +97,25 @@ describe('metric thread reference cache', () => {
     expect(cacheStats().kept).toBe(2);
     expect(scoreAgainst(huge[0]!)).toBe(0);
     expect(scoreAgainst(huge[1]!)).toBe(0);
+  });
+
+  it('lets the oldest reference go before preparing a large new one, never after', () => {
+    let id = 9_200_000;
+    const big = (value: number): RgbImage => ({
+      width: 2500,
+      height: 1000,
+      data: new Uint8Array(2500 * 1000 * 3).fill(value),
+    });
+    // Four large references in turn, as two transparent searches side by side; two of them already
+    // hold more than KEEP_PIXELS, so only KEEP_MIN are kept.
+    expect(2 * 2500 * 1000).toBeGreaterThan(KEEP_PIXELS);
+    const references = [30, 90, 150, 210].map((v) => ({ referenceId: id++, reference: big(v) }));
+    resetPeakLive();
+    for (const task of references) score(task);
+    expect(cacheStats().kept).toBe(KEEP_MIN);
+    expect(cacheStats().preparations).toBeGreaterThan(0);
+    // Prepared after the oldest went: two live at most (prepared first, three were).
+    expect(cacheStats().peakLive).toBe(KEEP_MIN);
   });
 });
 

@@ -19,10 +19,14 @@ export { KEEP_MAX, KEEP_MIN, KEEP_PIXELS } from './keep.ts';
 
 const prepared = new Map<string, PreparedReference | SimdReference>();
 let preparations = 0;
+let peakLive = 0;
 
-/** What this thread holds and has done (tests): kept references, and how many were prepared. */
-export function cacheStats(): { kept: number; keptPixels: number; preparations: number } {
-  return { kept: prepared.size, keptPixels: keptPixels(), preparations };
+/**
+ * What this thread holds and has done (tests): kept references, how many were prepared, and the
+ * most that were live at once (those kept and the one being prepared).
+ */
+export function cacheStats(): { kept: number; keptPixels: number; preparations: number; peakLive: number } {
+  return { kept: prepared.size, keptPixels: keptPixels(), preparations, peakLive };
 }
 
 function keptPixels(): number {
@@ -59,6 +63,28 @@ export function collectionCount(): number {
   return collections;
 }
 
+/** Start counting `peakLive` afresh (tests). */
+export function resetPeakLive(): void {
+  peakLive = 0;
+}
+
+/**
+ * Let the oldest references go until one of `pixels` can join them within the keep rule (keep.ts),
+ * before it is prepared: until 2026-11-28 (eleventh pass) it was prepared first, so a thread
+ * replacing a reference held one more than it keeps while preparing it (memory-estimate.ts counts
+ * what a metric thread can hold).
+ */
+function makeRoomFor(pixels: number): void {
+  while (
+    prepared.size + 1 > KEEP_MIN &&
+    (prepared.size + 1 > KEEP_MAX || keptPixels() + pixels > KEEP_PIXELS)
+  ) {
+    const [oldest, evicted] = prepared.entries().next().value!;
+    prepared.delete(oldest);
+    releasePrepared(evicted);
+  }
+}
+
 /**
  * Piscina entry: one SSIMULACRA2 score, computed off the main thread — in WebAssembly SIMD
  * (simd.ts) up to SIMD_MAX_PIXELS, by the TypeScript implementation above that.
@@ -69,15 +95,12 @@ export default function score(task: ScoreTask): number {
   if (ref) prepared.delete(key);
   // A failure in the WebAssembly module drops it with every reference it held: those are prepared again.
   if (!ref || !preparedLive(ref)) {
+    makeRoomFor(task.reference.width * task.reference.height);
+    peakLive = Math.max(peakLive, prepared.size + 1);
     ref = prepare(task.reference, task.sampled ? AUTO_ROW_SAMPLING : undefined);
     preparations++;
   }
   prepared.set(key, ref);
-  while (prepared.size > KEEP_MIN && (prepared.size > KEEP_MAX || keptPixels() > KEEP_PIXELS)) {
-    const [oldest, evicted] = prepared.entries().next().value!;
-    prepared.delete(oldest);
-    releasePrepared(evicted);
-  }
   const result = task.distorted ? ssimulacra2(ref, task.distorted) : Number.NaN;
   sentSinceCollect += sharedBytesOf(task.reference) + sharedBytesOf(task.distorted);
   if (sentSinceCollect >= COLLECT_AFTER_BYTES) {
