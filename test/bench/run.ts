@@ -223,8 +223,8 @@ interface Batch {
    * Engine batches: the share of samples (every 20 ms) in which an image waited for the engine's
    * memory budget while fewer than `concurrency` ran — a core the budget left idle. Quality "auto"
    * is counted at what it holds (memory-estimate.ts: 95 B a pixel more than the encoder, 155 for a
-   * transparent image into WebP or AVIF), so two large autos may not fit the budget together and run
-   * one after the other.
+   * transparent image into WebP or AVIF, less what autos running together share of the metric
+   * thread), so two large autos may not fit the budget together and run one after the other.
    */
   memoryHeld?: number;
   peakRss?: number;
