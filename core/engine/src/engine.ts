@@ -62,7 +62,10 @@ export interface EngineStats {
   active: number;
   waiting: number;
   concurrency: number;
-  /** Estimated bytes held by the images in flight, and asked for by those waiting. */
+  /**
+   * Estimated bytes held by the images in flight (together: autos share the metric thread, see
+   * ByteSemaphore's heldTogether), and asked for by those waiting (each on its own).
+   */
   memoryInUse: number;
   memoryWaiting: number;
   memoryBudget: number;
