@@ -60,6 +60,16 @@ interface Case {
   quality: 80 | 'auto';
 }
 
+/** Write the rows as results/NAME.json (or --out) and the table beside it as .md. */
+function writeResults(name: string, maxDimension: number, rows: unknown[], table: string[]): void {
+  const out = values.out ?? join(HERE, 'results', `${name}.json`);
+  writeFileSync(
+    out,
+    `${JSON.stringify({ date: new Date().toISOString(), maxDimension, mallocArenaMax: process.env.MALLOC_ARENA_MAX ?? null, rows }, null, 2)}\n`,
+  );
+  writeFileSync(out.replace(/\.json$/, '.md'), `${table.join('\n')}\n`);
+}
+
 /** One case (or, with `files`, several jobs started together) in this fresh process. */
 async function runChild(spec: string): Promise<void> {
   const { file, files, format, quality, maxDimension } = JSON.parse(spec) as Case & {
@@ -160,11 +170,6 @@ async function runPairs(maxDimension: number): Promise<void> {
     rows.push(row);
     console.log(JSON.stringify(row));
   }
-  const out = values.out ?? join(HERE, 'results', 'memory-pairs.json');
-  writeFileSync(
-    out,
-    `${JSON.stringify({ date: new Date().toISOString(), maxDimension, mallocArenaMax: process.env.MALLOC_ARENA_MAX ?? null, rows }, null, 2)}\n`,
-  );
   const table = [
     '| images (auto, side by side) | format | outputs | held together MiB | counted together MiB | counted apart MiB | held ÷ counted |',
     '| --- | --- | --- | ---: | ---: | ---: | ---: |',
@@ -173,7 +178,7 @@ async function runPairs(maxDimension: number): Promise<void> {
         `| ${(r.files as string[]).join(' + ')} | ${r.format} | ${(r.sizes as string[]).join(', ')} | ${r.heldMiB} | ${r.countedMiB} | ${r.countedApartMiB} | ${r.ratio} |`,
     ),
   ];
-  writeFileSync(out.replace(/\.json$/, '.md'), `${table.join('\n')}\n`);
+  writeResults('memory-pairs', maxDimension, rows, table);
 }
 
 /** In this fresh process: the metric thread's entry over the images' references, in turn. */
@@ -245,17 +250,12 @@ function runMetricThread(maxDimension: number): void {
     console.log(JSON.stringify(row));
     return row;
   });
-  const out = values.out ?? join(HERE, 'results', 'memory-metric-thread.json');
-  writeFileSync(
-    out,
-    `${JSON.stringify({ date: new Date().toISOString(), maxDimension, mallocArenaMax: process.env.MALLOC_ARENA_MAX ?? null, rows }, null, 2)}\n`,
-  );
   const table = [
     '| images searched side by side (their references in turn, four rounds) | held MiB | B per pixel of the largest |',
     '| --- | ---: | ---: |',
     ...rows.map((r) => `| ${r.files.join(' + ')} | ${r.heldMiB} | ${r.heldPerLargestPixel} |`),
   ];
-  writeFileSync(out.replace(/\.json$/, '.md'), `${table.join('\n')}\n`);
+  writeResults('memory-metric-thread', maxDimension, rows, table);
 }
 
 if (values.child) {
@@ -312,11 +312,6 @@ if (values.child) {
       }
     }
   }
-  const out = values.out ?? join(HERE, 'results', 'memory-per-pixel.json');
-  writeFileSync(
-    out,
-    `${JSON.stringify({ date: new Date().toISOString(), maxDimension, mallocArenaMax: process.env.MALLOC_ARENA_MAX ?? null, rows }, null, 2)}\n`,
-  );
   const table = [
     '| image | alpha | format | quality | output | held MiB | estimate MiB | held ÷ estimate | held B/px |',
     '| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: |',
@@ -325,5 +320,5 @@ if (values.child) {
         `| ${r.file} | ${r.alpha ? 'yes' : 'no'} | ${r.format} | ${r.quality} | ${r.width} × ${r.height} | ${r.heldMiB} | ${r.estimateMiB} | ${r.ratio} | ${r.heldPerPixel} |`,
     ),
   ];
-  writeFileSync(out.replace(/\.json$/, '.md'), `${table.join('\n')}\n`);
+  writeResults('memory-per-pixel', maxDimension, rows, table);
 }
