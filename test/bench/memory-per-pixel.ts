@@ -103,18 +103,27 @@ async function runChild(spec: string): Promise<void> {
   process.exit(0);
 }
 
-/** Run one spec in a fresh process (npm start's allocator settings come from the environment). */
-function inChild(spec: string): { held: number; width: number; height: number; sizes: [number, number][] } {
-  const child = spawnSync(
-    process.execPath,
-    ['--expose-gc', fileURLToPath(import.meta.url), '--child', spec],
-    {
-      encoding: 'utf8',
-      env: process.env,
-    },
-  );
+/**
+ * Run one spec in a fresh process through `flag` (--child: optimize() jobs; --thread-child: the metric
+ * thread's entry); npm start's allocator settings come from the environment.
+ */
+function inChild<T>(flag: '--child' | '--thread-child', spec: string): T {
+  const child = spawnSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), flag, spec], {
+    encoding: 'utf8',
+    env: process.env,
+  });
   if (child.status !== 0) throw new Error(`${spec}: ${child.stderr}`);
-  return JSON.parse(child.stdout);
+  return JSON.parse(child.stdout) as T;
+}
+
+/** Bytes in MiB, to a tenth. */
+const mib = (bytes: number) => Math.round((bytes / MiB) * 10) / 10;
+
+interface JobsHeld {
+  held: number;
+  width: number;
+  height: number;
+  sizes: [number, number][];
 }
 
 /**
@@ -145,7 +154,7 @@ async function runPairs(maxDimension: number): Promise<void> {
   const rows: Record<string, unknown>[] = [];
   for (const { files, format } of PAIRS) {
     const spec = JSON.stringify({ files, format, quality: 'auto', maxDimension });
-    const m = inChild(spec);
+    const m = inChild<JobsHeld>('--child', spec);
     const options = {
       output_format: format,
       quality: 'auto' as const,
@@ -162,9 +171,9 @@ async function runPairs(maxDimension: number): Promise<void> {
       files,
       format,
       sizes: m.sizes.map(([w, h]) => `${w} × ${h}`),
-      heldMiB: Math.round((m.held / MiB) * 10) / 10,
-      countedMiB: Math.round((together / MiB) * 10) / 10,
-      countedApartMiB: Math.round((apart / MiB) * 10) / 10,
+      heldMiB: mib(m.held),
+      countedMiB: mib(together),
+      countedApartMiB: mib(apart),
       ratio: Math.round((m.held / together) * 100) / 100,
     };
     rows.push(row);
@@ -229,21 +238,13 @@ const THREAD_CASES: string[][] = [
 
 function runMetricThread(maxDimension: number): void {
   const rows = THREAD_CASES.map((files) => {
-    const child = spawnSync(
-      process.execPath,
-      [
-        '--expose-gc',
-        fileURLToPath(import.meta.url),
-        '--thread-child',
-        JSON.stringify({ files, maxDimension }),
-      ],
-      { encoding: 'utf8', env: process.env },
+    const m = inChild<{ held: number; largestPixels: number }>(
+      '--thread-child',
+      JSON.stringify({ files, maxDimension }),
     );
-    if (child.status !== 0) throw new Error(`${files.join(' + ')}: ${child.stderr}`);
-    const m = JSON.parse(child.stdout) as { held: number; largestPixels: number };
     const row = {
       files,
-      heldMiB: Math.round((m.held / MiB) * 10) / 10,
+      heldMiB: mib(m.held),
       largestPixels: m.largestPixels,
       heldPerLargestPixel: Math.round((m.held / m.largestPixels) * 10) / 10,
     };
@@ -282,7 +283,7 @@ if (values.child) {
     const { hasAlpha } = await sharp(input).metadata();
     for (const format of ['jpeg', 'webp', 'avif'] as const) {
       for (const quality of [80, 'auto'] as const) {
-        const m = inChild(JSON.stringify({ file, format, quality, maxDimension }));
+        const m = inChild<JobsHeld>('--child', JSON.stringify({ file, format, quality, maxDimension }));
         const pixels = m.width * m.height;
         const estimate = await estimateOptimizeBytes(
           input,
@@ -302,8 +303,8 @@ if (values.child) {
           quality,
           width: m.width,
           height: m.height,
-          heldMiB: Math.round((m.held / MiB) * 10) / 10,
-          estimateMiB: Math.round((estimate / MiB) * 10) / 10,
+          heldMiB: mib(m.held),
+          estimateMiB: mib(estimate),
           heldPerPixel: Math.round((m.held / pixels) * 10) / 10,
           ratio: Math.round((m.held / estimate) * 100) / 100,
         };

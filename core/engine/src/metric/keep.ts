@@ -1,7 +1,7 @@
 /**
- * Prepared references a metric thread (worker.ts) keeps, most recently used last. A search scores 2–7 candidates
- * against one reference in a row, and a transparent image has two references (one per background,
- * compare.ts). Each holds ~35 float planes' worth (≈ 120 MB at 2048 × 1280). In WebAssembly
+ * Prepared references a metric thread (worker.ts) keeps, most recently used last. A search scores
+ * 2–7 candidates against one reference in a row, and a transparent image has two references (one per
+ * background, compare.ts). Each holds ~35 float planes' worth (≈ 120 MB at 2048 × 1280). In WebAssembly
  * (simd.ts) the planes live in the module's memory, which grows to the thread's largest need and is
  * handed back only when the thread exits (after IDLE_TIMEOUT_MS idle, index.ts): SIMD_MAX_PIXELS
  * bounds that.
