@@ -46,6 +46,12 @@ export interface EncodeSettings {
    * NEAR_LOSSLESS_LEVEL. Smaller than lossless and far above any lossy quality on small images.
    */
   nearLossless?: boolean;
+  /**
+   * Lossy WebP only: write the alpha plane at quality 0 (cheap). For optimize.ts alone, which puts
+   * the lossless alpha chunk of an earlier encode of the same pixels in its place (webp-alpha.ts):
+   * the colour is coded the same either way.
+   */
+  draftAlpha?: boolean;
 }
 
 /**
@@ -71,7 +77,11 @@ export function applyEncoder(pipeline: Sharp, settings: EncodeSettings): Sharp {
       if (settings.lossless) return pipeline.webp({ lossless: true, effort: WEBP_EFFORT });
       if (settings.nearLossless)
         return pipeline.webp({ nearLossless: true, quality: NEAR_LOSSLESS_LEVEL, effort: WEBP_EFFORT });
-      return pipeline.webp({ quality: q, effort: WEBP_EFFORT });
+      return pipeline.webp({
+        quality: q,
+        effort: WEBP_EFFORT,
+        ...(settings.draftAlpha ? { alphaQuality: 0 } : {}),
+      });
     case 'avif':
       if (settings.lossless) return pipeline.avif({ lossless: true, effort: AVIF_EFFORT });
       return pipeline.avif({

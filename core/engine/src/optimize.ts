@@ -20,6 +20,7 @@ import type { RgbImage } from './metric/index.ts';
 import { scoreForQuality } from './quality.ts';
 import { pipelineFailure } from './sharp-errors.ts';
 import { openSource, type Source } from './source.ts';
+import { type WebpAlpha, webpAlpha, withWebpAlpha } from './webp-alpha.ts';
 
 /**
  * Smart PNG→JPEG converts an opaque PNG only when the JPEG is at least this much smaller than the
@@ -168,13 +169,39 @@ export function encoderInput(source: Source, options: CompressOptions, format: O
   return flattenForJpeg(prepare(source, options, format), source, format);
 }
 
+/**
+ * The alpha chunk of the first lossy WebP encoded from a source with these options (auto encodes
+ * the same pixels at several qualities): the later ones write their alpha cheaply and take this one
+ * instead, which gives the same bytes (webp-alpha.ts). Keyed by the source; the options object must
+ * be the one encode is called with.
+ */
+const knownWebpAlpha = new WeakMap<Source, { options: CompressOptions; alpha: WebpAlpha }>();
+
+/** Lossy and one frame: the WebP encodes whose alpha chunk does not depend on the quality. */
+function reusesWebpAlpha(source: Source, settings: EncodeSettings): boolean {
+  return settings.format === 'webp' && !settings.lossless && !settings.nearLossless && source.frames === 1;
+}
+
 async function encode(source: Source, options: CompressOptions, settings: EncodeSettings): Promise<Encoded> {
   try {
-    const pipeline = pipelineFor(source, options, settings.format);
-    const { data, info } = await withTimeLimit(
-      applyEncoder(pipeline, settings).toBuffer({ resolveWithObject: true }),
-      source.limits.timeoutSeconds,
-    );
+    const reuse = reusesWebpAlpha(source, settings);
+    const known = reuse ? knownWebpAlpha.get(source) : undefined;
+    const alpha = known?.options === options ? known.alpha : undefined;
+    const encodeWith = (s: EncodeSettings) =>
+      withTimeLimit(
+        applyEncoder(pipelineFor(source, options, s.format), s).toBuffer({ resolveWithObject: true }),
+        source.limits.timeoutSeconds,
+      );
+    let { data, info } = await encodeWith(alpha ? { ...settings, draftAlpha: true } : settings);
+    if (alpha) {
+      const spliced = withWebpAlpha(data, alpha);
+      // Never seen: a file whose chunks are not as expected is encoded again in full.
+      if (spliced) data = spliced;
+      else ({ data, info } = await encodeWith(settings));
+    } else if (reuse) {
+      const found = webpAlpha(data);
+      if (found) knownWebpAlpha.set(source, { options, alpha: found });
+    }
     const frames = settings.format === 'gif' || settings.format === 'webp' ? Math.max(1, info.pages ?? 1) : 1;
     return {
       data,
