@@ -10,7 +10,11 @@
  *
  * Usage: node test/bench/auto-simulate.ts [--below N] [--above N] [--target-delta J,W,A]
  *        [--synthetic FILE [--start J,W,A] [--slope S]]
+ *        node test/bench/auto-simulate.ts --slopes [--synthetic FILE]
  *   (defaults: the engine's AUTO_BELOW, AUTO_TOLERANCE and AUTO_SETTINGS targets)
+ * --slopes prints, per format, the slope between the predicted first probe and where each curve
+ * crosses the target, for the images whose first probe missed, by the direction of the miss (what
+ * auto-predict.ts's correction slopes are read from).
  * --synthetic replays the synthetic images' curves of FILE (auto-calibrate.ts --part curves --kinds
  * screenshot,graphic,icon,chart,illus --out FILE) instead, each with the chroma auto picks for it
  * (4:4:4 where chromaEdgeShare ≥ 0.01); --start and --slope put another first probe and first
@@ -43,6 +47,7 @@ const { values } = parseArgs({
     start: { type: 'string' },
     slope: { type: 'string' },
     'far-above': { type: 'string' },
+    slopes: { type: 'boolean' },
   },
 });
 const below = Number(values.below ?? AUTO_BELOW);
@@ -102,17 +107,17 @@ function auto(r: Row, target: number, cap: number): { t: Trial; steps: number } 
   const model = predictQuality(r.format, r.features, {}, target);
   const predicted = {
     q: startOverride ? startOverride[FORMAT_INDEX[r.format]]! : model.q,
-    slope: slopeOverride ?? model.slope,
+    slope: slopeOverride === undefined ? model.slope : { up: slopeOverride, down: slopeOverride },
   };
   const first = at(Math.min(cap, Math.max(30, predicted.q)));
   if (!inBand(first)) {
     const off = first.score - target;
     let q =
       off < 0
-        ? Math.min(cap, first.q + Math.max(1, Math.ceil((0.3 - off) / predicted.slope)))
+        ? Math.min(cap, first.q + Math.max(1, Math.ceil((0.3 - off) / predicted.slope.up)))
         : off > farAbove
           ? 30
-          : Math.max(30, first.q - Math.max(1, Math.floor((off - 0.2) / predicted.slope)));
+          : Math.max(30, first.q - Math.max(1, Math.floor((off - 0.2) / predicted.slope.down)));
     let pass = first.score >= target ? first : undefined;
     let fail = first.score >= target ? undefined : first;
     for (let step = 0; step < MAX_STEPS && q !== first.q; step++) {
@@ -155,6 +160,45 @@ function auto(r: Row, target: number, cap: number): { t: Trial; steps: number } 
   for (let q = cap + 1; q <= 98; q++)
     if (scoreAt(r, q) >= AUTO_FLOOR) return { t: at(q), steps: trials.length + 1 };
   return { t: at(98), steps: trials.length + 1 };
+}
+
+/**
+ * Per format: for each image whose first probe (the predicted quality, capped) misses the band, the
+ * score gained per step between that probe and where the curve crosses the target (+0.25, the middle
+ * of the band), split by the direction of the miss.
+ */
+function printSlopes(): void {
+  console.log('format  miss   images  slopes (points a step)                       median');
+  for (const [i, format] of (['jpeg', 'webp', 'avif'] as const).entries()) {
+    const target = AUTO_SETTINGS[format].target + delta[i]!;
+    const cap = AUTO_SETTINGS[format].maxQ;
+    const split: Record<'under' | 'over', number[]> = { under: [], over: [] };
+    for (const r of rows.filter((x) => x.format === format)) {
+      const q1 = Math.min(cap, Math.max(30, predictQuality(format, r.features, {}, target).q));
+      const s1 = scoreAt(r, q1);
+      if (s1 >= target - below && s1 - target <= above) continue;
+      let crossing: number | undefined;
+      for (let q = 30; q <= 98 && crossing === undefined; q += 0.1)
+        if (scoreAt(r, q) >= target + 0.25) crossing = q;
+      if (crossing === undefined) continue;
+      split[s1 < target ? 'under' : 'over'].push((scoreAt(r, crossing) - s1) / (crossing - q1));
+    }
+    for (const miss of ['under', 'over'] as const) {
+      const v = split[miss].sort((a, b) => a - b);
+      const median = v.length ? v[Math.floor(v.length / 2)]!.toFixed(2) : '—';
+      console.log(
+        `${format.padEnd(7)} ${miss.padEnd(6)} ${String(v.length).padStart(6)}  ${v
+          .map((x) => x.toFixed(2))
+          .join(' ')
+          .padEnd(44)} ${median}`,
+      );
+    }
+  }
+}
+
+if (values.slopes) {
+  printSlopes();
+  process.exit(0);
 }
 
 console.log(`band [target − ${below}, target + ${above}], target deltas ${delta.join(', ')}`);

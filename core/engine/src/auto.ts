@@ -530,10 +530,10 @@ export function createAutoEncoder(
       if (!lossyHopeless && (off < -AUTO_BELOW || off > AUTO_TOLERANCE)) {
         const next =
           off < 0
-            ? Math.min(cap, first.q + Math.max(1, Math.ceil((0.3 - off) / predicted.slope)))
+            ? Math.min(cap, first.q + Math.max(1, Math.ceil((0.3 - off) / predicted.slope.up)))
             : off > FAR_ABOVE
               ? lo
-              : Math.max(lo, first.q - Math.max(1, Math.floor((off - 0.2) / predicted.slope)));
+              : Math.max(lo, first.q - Math.max(1, Math.floor((off - 0.2) / predicted.slope.down)));
         if (next !== first.q) await search(target, lo, cap, next, primary, AUTO_BELOW);
       }
     } else {

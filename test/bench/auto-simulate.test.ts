@@ -1,0 +1,45 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { AUTO_SETTINGS } from '../../core/engine/src/auto.ts';
+import { predictQuality } from '../../core/engine/src/auto-predict.ts';
+
+/**
+ * auto-predict.ts's correction slopes are read off the calibration curves by `auto-simulate.ts
+ * --slopes` (the median slope between the first probe and the crossing of the target, by the
+ * direction of the miss). Refitting the model or moving a target changes what the replay reads:
+ * the constants must move with it.
+ */
+describe('the correction slopes against the calibration curves', () => {
+  const printed = execFileSync(
+    process.execPath,
+    [join(import.meta.dirname, 'auto-simulate.ts'), '--slopes'],
+    {
+      encoding: 'utf8',
+    },
+  );
+  const median = (format: string, miss: 'under' | 'over') => {
+    const line = printed.split('\n').find((l) => l.startsWith(format.padEnd(7)) && l.includes(` ${miss} `));
+    return Number(line?.trim().split(/\s+/).at(-1));
+  };
+
+  // A photo's features (isSynthetic false); the slopes do not depend on them.
+  const photo = { flatShare: 0, colours: 20_000, edgeShare: 0.01, chromaEdgeShare: 0.01, meanGradient: 5 };
+
+  it('are the replay medians for AVIF photos, which differ by the direction of the miss', () => {
+    const avif = predictQuality('avif', photo, {}, AUTO_SETTINGS.avif.target).slope;
+    expect(avif.up).toBe(median('avif', 'under'));
+    expect(avif.down).toBe(median('avif', 'over'));
+    expect(avif.up).toBeGreaterThan(avif.down * 2);
+  });
+
+  it('keep one slope for JPEG and WebP photos, where the replay shows no split', () => {
+    for (const format of ['jpeg', 'webp'] as const) {
+      const { up, down } = predictQuality(format, photo, {}, AUTO_SETTINGS[format].target).slope;
+      expect(up).toBe(down);
+      // Both medians within 0.1 of the one slope.
+      expect(Math.abs(median(format, 'under') - up), format).toBeLessThanOrEqual(0.1);
+      expect(Math.abs(median(format, 'over') - up), format).toBeLessThanOrEqual(0.1);
+    }
+  });
+});
