@@ -26,11 +26,13 @@ describe('the correction slopes against the calibration curves', () => {
   // A photo's features (isSynthetic false); the slopes do not depend on them.
   const photo = { flatShare: 0, colours: 20_000, edgeShare: 0.01, chromaEdgeShare: 0.01, meanGradient: 5 };
 
-  it('are the replay medians for AVIF photos, which differ by the direction of the miss', () => {
+  it('are the replay median from under for AVIF photos, steeper than the one slope kept from over', () => {
     const avif = predictQuality('avif', photo, {}, AUTO_SETTINGS.avif.target).slope;
     expect(avif.up).toBe(median('avif', 'under'));
-    expect(avif.down).toBe(median('avif', 'over'));
-    expect(avif.up).toBeGreaterThan(avif.down * 2);
+    // From over, the replay's median (0.34) is flatter still; measured for real it landed higher in
+    // the band for more bytes, so the one slope stays (auto-predict.ts, PHOTO).
+    expect(median('avif', 'over')).toBeLessThan(avif.down);
+    expect(avif.up).toBeGreaterThan(avif.down);
   });
 
   it('keep one slope for JPEG and WebP photos, where the replay shows no split', () => {
