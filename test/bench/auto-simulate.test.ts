@@ -6,22 +6,25 @@ import { predictQuality } from '../../core/engine/src/auto-predict.ts';
 
 /**
  * auto-predict.ts's correction slopes are read off the calibration curves by `auto-simulate.ts
- * --slopes` (the median slope between the first probe and the crossing of the target, by the
+ * --slopes [--synthetic FILE]` (the median slope between the first probe and the crossing of the target, by the
  * direction of the miss). Refitting the model or moving a target changes what the replay reads:
  * the constants must move with it.
  */
 describe('the correction slopes against the calibration curves', () => {
-  const printed = execFileSync(
-    process.execPath,
-    [join(import.meta.dirname, 'auto-simulate.ts'), '--slopes'],
-    {
+  const slopes = (...args: string[]) =>
+    execFileSync(process.execPath, [join(import.meta.dirname, 'auto-simulate.ts'), '--slopes', ...args], {
       encoding: 'utf8',
-    },
+    });
+  const printed = slopes();
+  const synthetic = slopes(
+    '--synthetic',
+    join(import.meta.dirname, 'results/auto-calibration-synthetic.json'),
   );
-  const median = (format: string, miss: 'under' | 'over') => {
-    const line = printed.split('\n').find((l) => l.startsWith(format.padEnd(7)) && l.includes(` ${miss} `));
+  const medianIn = (text: string, format: string, miss: 'under' | 'over') => {
+    const line = text.split('\n').find((l) => l.startsWith(format.padEnd(7)) && l.includes(` ${miss} `));
     return Number(line?.trim().split(/\s+/).at(-1));
   };
+  const median = (format: string, miss: 'under' | 'over') => medianIn(printed, format, miss);
 
   // A photo's features (isSynthetic false); the slopes do not depend on them.
   const photo = { flatShare: 0, colours: 20_000, edgeShare: 0.01, chromaEdgeShare: 0.01, meanGradient: 5 };
@@ -33,6 +36,24 @@ describe('the correction slopes against the calibration curves', () => {
     // the band for more bytes, so the one slope stays (auto-predict.ts, PHOTO).
     expect(median('avif', 'over')).toBeLessThan(avif.down);
     expect(avif.up).toBeGreaterThan(avif.down);
+  });
+
+  it('are the replay medians for synthetic images into JPEG, by the direction of the miss', () => {
+    // Flat colours, few of them: isSynthetic.
+    const graphic = {
+      flatShare: 0.6,
+      colours: 300,
+      edgeShare: 0.05,
+      chromaEdgeShare: 0.001,
+      meanGradient: 3,
+    };
+    const jpeg = predictQuality('jpeg', graphic, {}, AUTO_SETTINGS.jpeg.target).slope;
+    expect(jpeg.up).toBe(medianIn(synthetic, 'jpeg', 'under'));
+    expect(jpeg.down).toBe(medianIn(synthetic, 'jpeg', 'over'));
+    for (const format of ['webp', 'avif'] as const) {
+      const { up, down } = predictQuality(format, graphic, {}, AUTO_SETTINGS[format].target).slope;
+      expect(up, format).toBe(down);
+    }
   });
 
   it('keep one slope for JPEG and WebP photos, where the replay shows no split', () => {

@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AUTO_BELOW, AUTO_FLOOR, AUTO_SETTINGS, AUTO_TOLERANCE } from '../../core/engine/src/auto.ts';
 import { predictQuality } from '../../core/engine/src/auto-predict.ts';
-import type { ImageFeatures } from '../../core/engine/src/image-features.ts';
+import { type ImageFeatures, isSynthetic } from '../../core/engine/src/image-features.ts';
 
 type Lossy = 'jpeg' | 'webp' | 'avif';
 interface Row {
@@ -163,7 +163,8 @@ function auto(r: Row, target: number, cap: number): { t: Trial; steps: number } 
 }
 
 /**
- * Per format: for each image whose first probe (the predicted quality, capped) misses the band, the
+ * Per format: for each image whose first probe (the predicted quality, capped) misses the band (and
+ * is not FAR_ABOVE over it, where the search jumps to Q 30 instead of using a slope), the
  * score gained per step between that probe and where the curve crosses the target (+0.25, the middle
  * of the band), split by the direction of the miss.
  */
@@ -173,10 +174,15 @@ function printSlopes(): void {
     const target = AUTO_SETTINGS[format].target + delta[i]!;
     const cap = AUTO_SETTINGS[format].maxQ;
     const split: Record<'under' | 'over', number[]> = { under: [], over: [] };
-    for (const r of rows.filter((x) => x.format === format)) {
+    // The images of the model being read: synthetic ones from --synthetic's file, photos otherwise.
+    const model = rows.filter(
+      (x) => x.format === format && isSynthetic(x.features) === Boolean(values.synthetic),
+    );
+    for (const r of model) {
       const q1 = Math.min(cap, Math.max(30, predictQuality(format, r.features, {}, target).q));
       const s1 = scoreAt(r, q1);
-      if (s1 >= target - below && s1 - target <= above) continue;
+      // In the band, or so far over that the search jumps to Q 30 without the slope (FAR_ABOVE).
+      if ((s1 >= target - below && s1 - target <= above) || s1 - target > farAbove) continue;
       let crossing: number | undefined;
       for (let q = 30; q <= 98 && crossing === undefined; q += 0.1)
         if (scoreAt(r, q) >= target + 0.25) crossing = q;
