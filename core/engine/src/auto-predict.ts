@@ -15,8 +15,8 @@ type Lossy = 'jpeg' | 'webp' | 'avif';
  * ln(colours) leaves a spread of 4.2 quality steps (WebP), 5.4 (AVIF) and 6.8 (JPEG) around it, against
  * 6.5, 6.2 and 6.7 around the plain mean. So the prediction is a first probe, not an answer: the
  * score of that probe decides, and a miss is corrected by the calibrated slope (the median score
- * gain per step at the target, 0.62–0.66 in every format; for AVIF photos, by the direction of the
- * miss, see PHOTO).
+ * gain per step at the target, 0.62–0.66 in every format; for AVIF photos and for synthetic images
+ * into JPEG, by the direction of the miss, see PHOTO and SYNTHETIC).
  */
 export interface Prediction {
   q: number;
@@ -35,7 +35,7 @@ interface Model {
   perLnColours: number;
   /** Points per step near the target (moves q* to another target; corrects a miss unless `correction`). */
   slope: number;
-  /** Points per step for the correction, by the direction of the miss, where they differ (see PHOTO). */
+  /** Points per step for the correction, by the direction of the miss, where they differ (PHOTO, SYNTHETIC). */
   correction?: { up: number; down: number };
 }
 

@@ -13,7 +13,7 @@
  * the corpus's transparent images (a 256-px icon 9.2 → 5.7 ms and 15.4 → 6.7 ms; the Debian logo
  * at 1689 × 1800 682 → 237 ms; the Gulp illustration at 1920 × 1200 967 → 304 ms). Quality "auto"
  * encodes the same image at several qualities; optimize.ts splices every encode after the first.
- * optimize.test.ts holds the spliced outputs byte-equal to full encodes.
+ * webp-alpha.test.ts holds the spliced outputs byte-equal to full encodes.
  */
 
 interface Chunk {
