@@ -48,14 +48,19 @@ export interface WebpAlpha {
   alpha: Uint8Array;
 }
 
-/** The ALPH chunk of a single-frame lossy WebP with transparency (copied), or undefined. */
-export function webpAlpha(file: Uint8Array): WebpAlpha | undefined {
-  const chunks = webpChunks(file) ?? [];
+/** The VP8X and ALPH chunks of a single-frame lossy WebP with transparency (not copied), or undefined. */
+function alphaChunks(chunks: Chunk[]): { head: Chunk; alph: Chunk } | undefined {
   const head = chunks[0];
   if (head?.id !== 'VP8X') return undefined;
   const alphas = chunks.filter((c) => c.id === 'ALPH');
   if (alphas.length !== 1 || chunks.some((c) => c.id === 'ANIM' || c.id === 'ANMF')) return undefined;
-  return { header: Uint8Array.from(head.data), alpha: Uint8Array.from(alphas[0]!.data) };
+  return { head, alph: alphas[0]! };
+}
+
+/** The ALPH chunk of a single-frame lossy WebP with transparency (copied), or undefined. */
+export function webpAlpha(file: Uint8Array): WebpAlpha | undefined {
+  const found = alphaChunks(webpChunks(file) ?? []);
+  return found && { header: Uint8Array.from(found.head.data), alpha: Uint8Array.from(found.alph.data) };
 }
 
 /**
@@ -64,8 +69,8 @@ export function webpAlpha(file: Uint8Array): WebpAlpha | undefined {
  */
 export function withWebpAlpha(file: Uint8Array, known: WebpAlpha): Buffer<ArrayBuffer> | undefined {
   const chunks = webpChunks(file);
-  const own = chunks && webpAlpha(file);
-  if (!chunks || !own || !Buffer.from(own.header).equals(known.header)) return undefined;
+  const own = chunks && alphaChunks(chunks);
+  if (!chunks || !own || !Buffer.from(own.head.data).equals(known.header)) return undefined;
   const parts = chunks.map((c) => (c.id === 'ALPH' ? { id: c.id, data: known.alpha } : c));
   const length = 12 + parts.reduce((n, c) => n + 8 + c.data.length + (c.data.length & 1), 0);
   const out = Buffer.alloc(length);
