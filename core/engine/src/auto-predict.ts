@@ -49,7 +49,7 @@ const COLOURS_CENTRE = 22_183;
  * target went from 75 to 72 after the fit, and down there a photo that scores under the target at
  * the predicted quality (a hard photo: noise, fine texture) has a steep curve. Between the first
  * probe and where the curve crosses the target, on the calibration photos whose first probe missed
- * (`auto-simulate.ts --slopes`): 0.70–1.09 points a step from under (6 photos, median 0.87), where
+ * (`auto-simulate.ts --slopes`): 0.70–1.09 points a step from under (6 photos, median 0.87, the upper of the middle two), where
  * the single 0.62 overshot the band; 0.24–0.54 from over (4 photos, median 0.34). Only the first is
  * used. Measured for real (auto-speed.ts, the 14 corpus photos in AVIF at 2048 px, against the
  * engine before): with both, 2.6 → 2.2 scored encodes a photo but +0.6 % bytes, because the two
