@@ -100,6 +100,8 @@ export interface BenchResult {
     /** The engine's memory budget; absent before 2026-11-28 (always the default, 256 MiB). */
     memoryBudgetMiB?: number;
     repeat: number;
+    /** Passes of quality "auto" (best counts): absent before 2026-12-01, when auto ran one pass. */
+    autoRepeat?: number;
     images: string[];
   };
   metric: { name: string; scored: boolean; note: string; seconds: number };
@@ -203,6 +205,9 @@ export function markdown(result: BenchResult): string {
     `${settings.images.length} of the corpus's ${settings.corpusImages} images${settings.quick ? ' (--quick)' : settings.perKind ? ` (at most ${settings.perKind} per kind; --all for every one)` : ''}, resized to fit ${settings.maxDimension}×${settings.maxDimension} (never enlarged), ` +
       `${settings.concurrency} images in flight for the engine, raw sharp and the reference tools alike; ` +
       `engine and raw sharp speeds are the best of ${settings.repeat} alternating pass(es)` +
+      (settings.modes.includes('auto')
+        ? ` (quality "auto" ${settings.autoRepeat === undefined ? 'one pass' : `the best of ${settings.autoRepeat}`}${settings.modes.includes('search') ? ', "search" one pass' : ''})`
+        : '') +
       (settings.minBatchSeconds
         ? `, each repeating its batch for at least ${settings.minBatchSeconds} s (the mean round counts). `
         : '. ') +
