@@ -27,6 +27,20 @@ describe('image features', () => {
     expect(over.edgeShare).toBe(1);
   });
 
+  it('measures each image afresh though its working memory is reused from call to call', async () => {
+    const halves = () => raw(8, 8, (x) => (x < 4 ? [0, 0, 0] : [255, 0, 0]));
+    const photo = () => sharp(corpus('photo-mate-Dune.jpg'));
+    const photoFirst = await measureFeatures(photo());
+    expect(photoFirst.colours).toBeGreaterThan(6_000);
+    // The colours a call saw are forgotten: the same two colours count again, after a photo too.
+    const first = await measureFeatures(halves());
+    const again = await measureFeatures(halves());
+    expect(again).toEqual(first);
+    expect(again.colours).toBe(2);
+    // A larger copy after a smaller one reads none of the smaller one's pixels.
+    expect(await measureFeatures(photo())).toEqual(photoFirst);
+  });
+
   it('tells photos from synthetic images on the corpus', async () => {
     for (const name of ['photo-mate-Dune.jpg', 'photo-skimage-chelsea.png'])
       expect(isSynthetic(await measureFeatures(sharp(corpus(name)))), name).toBe(false);

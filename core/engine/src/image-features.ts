@@ -2,7 +2,8 @@ import type { Sharp } from 'sharp';
 
 /**
  * Cheap facts about an image, measured on a copy no larger than FEATURE_SIDE px (nearest-neighbour,
- * so flat areas and exact colours survive the downscale). About a millisecond of work: quality
+ * so flat areas and exact colours survive the downscale). 2–6 ms of work, most of it the downscale
+ * (2026-12-01, a 256-px icon and a 1689 × 1800 logo, measured as raw pixels in memory): quality
  * "auto" uses them to pick encoder settings before it spends a single full-size score.
  */
 export interface ImageFeatures {
@@ -33,6 +34,23 @@ export function isSynthetic(f: ImageFeatures): boolean {
   return f.flatShare >= 0.3 || f.colours < 4_000;
 }
 
+/**
+ * The working memory of `measureFeatures`, allocated once per process (3 MiB) and reused: a distinct
+ * colour bitset over all 2^24 RGB values (a Set of up to 65 536 numbers was most of the function's
+ * 10–30 ms, 2026-11-27), the words of it a call set (to clear them after), and luma and the two
+ * colour differences of the copy's pixels. Allocated fresh on every call until 2026-12-01, they cost
+ * 6–10 ms of page faults on the 2-core VM, on a 256-px icon more than its JPEG encode; the pixel
+ * loops themselves take about a millisecond. The loops run without an await, so calls never share it
+ * at once.
+ */
+const scratch = {
+  seen: new Uint32Array(1 << 19),
+  touched: new Uint32Array(COLOUR_CAP),
+  Y: new Int32Array(FEATURE_SIDE * FEATURE_SIDE),
+  CB: new Int32Array(FEATURE_SIDE * FEATURE_SIDE),
+  CR: new Int32Array(FEATURE_SIDE * FEATURE_SIDE),
+};
+
 export async function measureFeatures(pipeline: Sharp): Promise<ImageFeatures> {
   const { data, info } = await pipeline
     .resize(FEATURE_SIDE, FEATURE_SIDE, { fit: 'inside', withoutEnlargement: true, kernel: 'nearest' })
@@ -42,9 +60,8 @@ export async function measureFeatures(pipeline: Sharp): Promise<ImageFeatures> {
     .raw()
     .toBuffer({ resolveWithObject: true });
   const { width, height, channels } = info;
-  // Distinct colours in a bitset over all 2^24 RGB values (2 MiB): a Set of up to 65 536 numbers
-  // was most of this function's 10–30 ms (2026-11-27), the bitset a few.
-  const seen = new Uint32Array(1 << 19);
+  const seen = scratch.seen;
+  const touched = scratch.touched;
   let colours = 0;
   let pairs = 0;
   let flat = 0;
@@ -53,9 +70,7 @@ export async function measureFeatures(pipeline: Sharp): Promise<ImageFeatures> {
   let gradient = 0;
   // Luma and the two colour differences in units of 1/1000, from integer weights (0.299, 0.587, 0.114).
   const n = width * height;
-  const Y = new Int32Array(n);
-  const CB = new Int32Array(n);
-  const CR = new Int32Array(n);
+  const { Y, CB, CR } = scratch;
   for (let p = 0, i = 0; p < n; p++, i += channels) {
     const r = data[i]!;
     const g = data[i + 1]!;
@@ -70,6 +85,7 @@ export async function measureFeatures(pipeline: Sharp): Promise<ImageFeatures> {
       const bit = 1 << (rgb & 31);
       if ((seen[word]! & bit) === 0) {
         seen[word] = seen[word]! | bit;
+        touched[colours] = word;
         colours++;
       }
     }
@@ -94,6 +110,8 @@ export async function measureFeatures(pipeline: Sharp): Promise<ImageFeatures> {
       if (y + 1 < height) compare(p, p + width);
     }
   }
+  // Left clear for the next call: only the words this one set.
+  for (let i = 0; i < colours; i++) seen[touched[i]!] = 0;
   gradient /= 1000;
   const share = (n: number) => (pairs ? n / pairs : 0);
   return {

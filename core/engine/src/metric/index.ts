@@ -68,31 +68,48 @@ export function sharedBytes(bytes: Uint8Array, scratch?: SharedScratch): Uint8Ar
 }
 
 /**
- * Shared-memory buffers handed back after a score and reused for the next candidate's pixels: one
- * per auto search, dropped with it. Fresh memory costs its first touch (page faults): copying a
- * 3-megapixel candidate's 9.4 MB into a new SharedArrayBuffer took 35–70 ms here, into one already
- * used 0.5 ms (2026-11-28) — more than the JPEG decode itself. Holds at most MAX_FREE buffers.
+ * Shared-memory buffers handed back after a score and reused for the next candidate's pixels. Fresh
+ * memory costs its first touch (page faults): copying a 3-megapixel candidate's 9.4 MB into a new
+ * SharedArrayBuffer took 35–70 ms here, into one already used 0.5 ms (2026-11-28) — more than the
+ * JPEG decode itself. A buffer at least as large as asked for serves (the smallest such, as a view
+ * of its first bytes), so one scratch can serve searches of any size. It keeps at most MAX_FREE
+ * buffers and `maxFreeBytes` of them; past that, the oldest goes to the garbage collector.
  */
 export class SharedScratch {
   static readonly MAX_FREE = 4;
-  #free: Uint8Array[] = [];
+  readonly #maxFreeBytes: number;
+  #free: SharedArrayBuffer[] = [];
 
-  /** A buffer of `length` bytes: a free one of that length, else a new one (contents undefined). */
+  constructor({ maxFreeBytes = Number.POSITIVE_INFINITY }: { maxFreeBytes?: number } = {}) {
+    this.#maxFreeBytes = maxFreeBytes;
+  }
+
+  /** A buffer of `length` bytes: over the smallest free one that is large enough, else new (contents undefined). */
   take(length: number): Uint8Array {
-    const i = this.#free.findIndex((b) => b.length === length);
-    return i >= 0 ? this.#free.splice(i, 1)[0]! : new Uint8Array(new SharedArrayBuffer(length));
+    let best = -1;
+    this.#free.forEach((b, i) => {
+      if (b.byteLength >= length && (best < 0 || b.byteLength < this.#free[best]!.byteLength)) best = i;
+    });
+    const buffer = best >= 0 ? this.#free.splice(best, 1)[0]! : new SharedArrayBuffer(length);
+    return new Uint8Array(buffer, 0, length);
   }
 
   /** The images' pixel buffers may be reused: nothing reads these images any more. */
   give(images: readonly RgbImage[]): void {
     for (const image of images)
-      for (const bytes of [image.data, image.rgba])
-        if (
-          bytes?.buffer instanceof SharedArrayBuffer &&
-          !this.#free.includes(bytes) &&
-          this.#free.length < SharedScratch.MAX_FREE
-        )
-          this.#free.push(bytes);
+      for (const bytes of [image.data, image.rgba]) {
+        const buffer = bytes?.buffer;
+        if (!(buffer instanceof SharedArrayBuffer) || this.#free.includes(buffer)) continue;
+        if (buffer.byteLength > this.#maxFreeBytes) continue;
+        this.#free.push(buffer);
+        while (this.#free.length > SharedScratch.MAX_FREE || this.freeBytes() > this.#maxFreeBytes)
+          this.#free.shift();
+      }
+  }
+
+  /** Bytes of the buffers held for reuse. */
+  freeBytes(): number {
+    return this.#free.reduce((sum, b) => sum + b.byteLength, 0);
   }
 }
 

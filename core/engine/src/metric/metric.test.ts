@@ -141,6 +141,28 @@ describe('ssimulacra2', () => {
     );
   });
 
+  it('serves a request from the smallest free buffer large enough, and keeps no more than its bound', () => {
+    const scratch = new SharedScratch({ maxFreeBytes: 1000 });
+    const image = (bytes: Uint8Array) => ({ width: 1, height: bytes.length / 3, data: bytes });
+    const big = scratch.take(600);
+    const small = scratch.take(300);
+    scratch.give([image(big), image(small)]);
+    expect(scratch.freeBytes()).toBe(900);
+    // 240 bytes: a view over the 300-byte buffer, not the 600-byte one.
+    const view = scratch.take(240);
+    expect(view.buffer).toBe(small.buffer);
+    expect(view.length).toBe(240);
+    expect(scratch.take(450).buffer).toBe(big.buffer);
+    expect(scratch.take(30).buffer).not.toBe(small.buffer);
+    // Past the bound the oldest free buffer goes; one larger than the bound is never kept.
+    const larger = new Uint8Array(new SharedArrayBuffer(900));
+    scratch.give([image(view), image(larger)]);
+    expect(scratch.freeBytes()).toBe(900);
+    expect(scratch.take(300).buffer).toBe(larger.buffer);
+    scratch.give([image(new Uint8Array(new SharedArrayBuffer(1200)))]);
+    expect(scratch.freeBytes()).toBe(0);
+  });
+
   it("reuses a scratch's shared buffers from one candidate to the next, with the scores of fresh memory", async () => {
     const backgrounds = [
       { r: 26, g: 26, b: 26 },
@@ -174,6 +196,16 @@ describe('ssimulacra2', () => {
       const jpeg = await sharp(logo).jpeg({ quality: q }).toBuffer();
       expect(await scoreEncoded(logoRefs, jpeg, {}, scratch)).toBe(await scoreEncoded(logoRefs, jpeg));
     }
+    // A scratch holding only the logo's larger buffer: the icon's RGBA goes into a view over it.
+    const fresh = new SharedScratch();
+    const logoJpeg = await sharp(logo).jpeg({ quality: 50 }).toBuffer();
+    fresh.give(await decodeToRgbs(logoJpeg, backgrounds, fresh));
+    const webp = await sharp(folder).webp({ quality: 50 }).toBuffer();
+    const inLarger = await decodeToRgbs(webp, backgrounds, fresh);
+    expect(inLarger[0]!.rgba!.buffer.byteLength).toBe(500 * 500 * 3);
+    expect(inLarger[0]!.rgba!.length).toBe(256 * 256 * 4);
+    fresh.give(inLarger);
+    expect(await scoreEncoded(references, webp, {}, fresh)).toBe(await scoreEncoded(references, webp));
   });
 
   it('hands pixels to the worker in shared memory: decoded there, or copied there once', async () => {
