@@ -2,7 +2,7 @@ import type { Sharp } from 'sharp';
 
 /**
  * Cheap facts about an image, measured on a copy no larger than FEATURE_SIDE px (nearest-neighbour,
- * so flat areas and exact colours survive the downscale). 2–6 ms of work, most of it the downscale
+ * so flat areas and exact colours survive the downscale). 2–6 ms of work, 1–5 of them the downscale
  * (2026-12-01, a 256-px icon and a 1689 × 1800 logo, measured as raw pixels in memory): quality
  * "auto" uses them to pick encoder settings before it spends a single full-size score.
  */
