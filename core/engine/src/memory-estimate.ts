@@ -55,6 +55,12 @@ const HEIC_DECODE_BYTES_PER_PIXEL = 36;
  * transparent graphics at 2048 px into WebP and AVIF: 58–87 over the encoder for one reference,
  * 103–126 for two. Until 2026-11-28 auto counted 32 B, and admitted two large
  * autos whose real peak was up to three times their estimate.
+ *
+ * Not counted per job: the candidates' decode buffers the process keeps between searches for the
+ * next one (auto.ts, at most CANDIDATE_SCRATCH_BYTES, 32 MiB, since 2026-12-01): a process-wide
+ * extra, like the metric thread's own memory (METRIC_CEILING_PER_PIXEL). A search may decode a
+ * candidate into a kept buffer up to twice its size (SharedScratch.MAX_OVERSIZE): 3–4 B a pixel
+ * more at most, within the measured figures above, rounded up.
  */
 const AUTO_REFERENCE_BYTES_PER_PIXEL = 95;
 const AUTO_SECOND_BACKGROUND_BYTES_PER_PIXEL = 60;

@@ -71,12 +71,15 @@ export function sharedBytes(bytes: Uint8Array, scratch?: SharedScratch): Uint8Ar
  * Shared-memory buffers handed back after a score and reused for the next candidate's pixels. Fresh
  * memory costs its first touch (page faults): copying a 3-megapixel candidate's 9.4 MB into a new
  * SharedArrayBuffer took 35–70 ms here, into one already used 0.5 ms (2026-11-28) — more than the
- * JPEG decode itself. A buffer at least as large as asked for serves (the smallest such, as a view
- * of its first bytes), so one scratch can serve searches of any size. It keeps at most MAX_FREE
- * buffers and `maxFreeBytes` of them; past that, the oldest goes to the garbage collector.
+ * JPEG decode itself. A free buffer at least as large as asked for and at most MAX_OVERSIZE times
+ * as large serves (the smallest such, as a view of its first bytes), so one scratch serves searches
+ * of other sizes without a small one holding a large buffer. It keeps at most MAX_FREE buffers and
+ * `maxFreeBytes` of them; past that, the oldest goes to the garbage collector.
  */
 export class SharedScratch {
-  static readonly MAX_FREE = 4;
+  /** Two searches in flight, each with up to three buffers a candidate (RGBA and two backgrounds). */
+  static readonly MAX_FREE = 6;
+  static readonly MAX_OVERSIZE = 2;
   readonly #maxFreeBytes: number;
   #free: SharedArrayBuffer[] = [];
 
@@ -84,11 +87,12 @@ export class SharedScratch {
     this.#maxFreeBytes = maxFreeBytes;
   }
 
-  /** A buffer of `length` bytes: over the smallest free one that is large enough, else new (contents undefined). */
+  /** A buffer of `length` bytes: over the smallest free one that fits (see above), else new (contents undefined). */
   take(length: number): Uint8Array {
     let best = -1;
     this.#free.forEach((b, i) => {
-      if (b.byteLength >= length && (best < 0 || b.byteLength < this.#free[best]!.byteLength)) best = i;
+      const fits = b.byteLength >= length && b.byteLength <= SharedScratch.MAX_OVERSIZE * length;
+      if (fits && (best < 0 || b.byteLength < this.#free[best]!.byteLength)) best = i;
     });
     const buffer = best >= 0 ? this.#free.splice(best, 1)[0]! : new SharedArrayBuffer(length);
     return new Uint8Array(buffer, 0, length);
