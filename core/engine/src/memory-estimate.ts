@@ -59,8 +59,9 @@ const HEIC_DECODE_BYTES_PER_PIXEL = 36;
  * Not counted per job: the candidates' decode buffers the process keeps between searches for the
  * next one (auto.ts, at most CANDIDATE_SCRATCH_BYTES, 32 MiB, since 2026-12-01): a process-wide
  * extra, like the metric thread's own memory (METRIC_CEILING_PER_PIXEL). A search may decode a
- * candidate into a kept buffer up to twice its size (SharedScratch.MAX_OVERSIZE): 3–4 B a pixel
- * more at most, within the measured figures above, rounded up.
+ * candidate into kept buffers up to twice their size (SharedScratch.MAX_OVERSIZE): at most 3 B a
+ * pixel more for an opaque image, 10 for a transparent one over two backgrounds (RGBA and two RGB
+ * planes), inside the room the figures above leave over what was measured (8 B and 29 B a pixel).
  */
 const AUTO_REFERENCE_BYTES_PER_PIXEL = 95;
 const AUTO_SECOND_BACKGROUND_BYTES_PER_PIXEL = 60;
